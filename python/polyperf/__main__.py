@@ -1,0 +1,5 @@
+"""`python -m polyperf` runs the CLI."""
+
+from polyperf.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Input data polyperf makes itself, deterministically, so every machine measures the same bytes."""
