@@ -24,7 +24,7 @@ DEFAULT_CAPACITY = 8192
 
 @pytest.fixture(scope="module")
 def sizes(profile):
-    return profile.pick(smoke=[20_000, 200_000], quick=[100_000, 500_000, ARTICLE_BYTES],
+    return profile.pick(smoke=[20_000, ARTICLE_BYTES], quick=[100_000, 500_000, ARTICLE_BYTES],
                         full=[100_000, ARTICLE_BYTES, 20_000_000, 60_000_000])
 
 

@@ -1,0 +1,77 @@
+"""Entry points for people and CI. Every session installs what it needs into its own virtualenv.
+
+    nox -s tests            the CI test command (fast tests of the harness, extension and apps)
+    nox -s bench            the main job: build, run every suite (quick profile), write the report
+    nox -s bench -- --profile full io_buffering
+    nox -s lint             ruff, cargo clippy, go vet
+    nox -s report -- RUN    re-render a run's report
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+RUST_APPS = ROOT / "rust_apps"
+GO_APPS = ROOT / "go_apps"
+
+
+def _install(session: nox.Session, extras: str = "") -> None:
+    # Editable install: maturin compiles rust_ext/ in release mode into polyperf/_native.
+    session.install("-e", f".{extras}")
+
+
+def _require(session: nox.Session, tool: str, hint: str) -> None:
+    if shutil.which(tool) is None:
+        session.error(f"`{tool}` not found on PATH: {hint}")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Fast correctness tests: Python (harness, extension, apps end to end), Rust and Go unit tests."""
+    _require(session, "cargo", "install Rust (https://rustup.rs) to build the extension and the apps")
+    _install(session, "[test]")
+    session.run("cargo", "test", "--quiet", "--manifest-path", "rust_ext/Cargo.toml", external=True)
+    if (RUST_APPS / "Cargo.toml").exists():
+        session.run("cargo", "test", "--quiet", "--workspace", "--manifest-path", "rust_apps/Cargo.toml",
+                    external=True)
+    if (GO_APPS / "go.mod").exists():
+        _require(session, "go", "install Go 1.22+ to build the Go apps")
+        with session.chdir(GO_APPS):
+            session.run("go", "test", "./...", external=True)
+    session.run("pytest", "tests", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The main job: every suite on its defaults (quick profile), then the report's path."""
+    _install(session)
+    session.run("polyperf", "run", *session.posargs)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Re-render the report of a run directory (default: reports/latest)."""
+    _install(session)
+    session.run("polyperf", "report", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff on Python, clippy (warnings are errors) on every crate, go vet on the Go module."""
+    session.install("ruff")
+    session.run("ruff", "check", "python", "suites", "tests", "noxfile.py")
+    session.run("cargo", "clippy", "--manifest-path", "rust_ext/Cargo.toml", "--all-targets", "--",
+                "-D", "warnings", external=True)
+    if (RUST_APPS / "Cargo.toml").exists():
+        session.run("cargo", "clippy", "--workspace", "--manifest-path", "rust_apps/Cargo.toml",
+                    "--all-targets", "--", "-D", "warnings", external=True)
+    if (GO_APPS / "go.mod").exists():
+        with session.chdir(GO_APPS):
+            session.run("go", "vet", "./...", external=True)

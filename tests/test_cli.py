@@ -1,0 +1,53 @@
+"""The CLI and the main job end to end, on the smoke profile."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polyperf
+from polyperf.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_help_explains_every_command(capsys):
+    for argv in (["--help"], ["run", "--help"], ["report", "--help"], ["list", "--help"]):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 0
+    out = capsys.readouterr().out
+    for word in ("run", "report", "list", "--profile", "smoke", "--out"):
+        assert word in out
+
+
+def test_python_dash_m_works():
+    done = subprocess.run([sys.executable, "-m", "polyperf", "list"], capture_output=True, text=True,
+                          cwd=ROOT, check=True, timeout=60)
+    assert "io_buffering" in done.stdout
+
+
+def test_unknown_suite_is_one_clear_line(tmp_path, capsys):
+    assert main(["run", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("polyperf: error: unknown suite") and "\n" not in err
+
+
+def test_smoke_run_end_to_end(tmp_path):
+    outcome = polyperf.run(["io_buffering"], profile="smoke", out=tmp_path, quiet=True)
+    assert outcome.ok, (outcome.run_dir / "logs" / "pytest.log").read_text()[-3000:]
+    run_dir = outcome.run_dir
+    assert (tmp_path / "latest").resolve() == run_dir.resolve()
+    for name in ("results.parquet", "results.csv", "env.json", "benchmark.json", "summary.md", "report.html"):
+        assert (run_dir / name).exists(), name
+    table = polyperf.load_run(tmp_path)
+    assert set(table["variant"]) >= {"unbuffered", "buffered", "read_all"}
+    assert set(table["metric"]) >= {"read_syscalls", "write_syscalls", "seconds", "bytes"}
+    env = json.loads((run_dir / "env.json").read_text())
+    assert env["profile"] == "smoke" and env["cpu_count"] >= 1
+    assert len(list((run_dir / "report").glob("*.png"))) >= 4
+    summary = (run_dir / "summary.md").read_text()
+    assert "io.unbuffered_read_syscalls" in summary and "reproduced" in summary
