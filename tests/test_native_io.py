@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from polyperf import _native
 from polyperf.data.geojson import geojson_bytes, write_geojson
 
@@ -134,7 +133,7 @@ def test_write_into_missing_directory(tmp_path):
 def test_malformed_json_names_line_and_column(tmp_path, mode, text, fragment):
     path = tmp_path / "bad.json"
     path.write_text(text)
-    with pytest.raises(ValueError, match="line [0-9]+ column [0-9]+") as info:
+    with pytest.raises(ValueError, match=r"line [0-9]+ column [0-9]+") as info:
         _native.parse_json_file(path, mode)
     assert fragment in str(info.value)
 

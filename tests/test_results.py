@@ -6,7 +6,6 @@ import json
 
 import pandas as pd
 import pytest
-
 from polyperf.results import (
     COLUMNS,
     SCHEMA_VERSION,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from polyperf.profiles import PROFILES
 
@@ -45,13 +46,89 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from polyperf.apps import APPS
     from polyperf.runner import available_suites, find_suites_dir
 
     folder = find_suites_dir() if args.suites_dir is None else args.suites_dir
     print("suites:")
     for name in available_suites(folder):
         print(f"  {name}")
+    print("\napps (APP:VARIANT; the first variant listed is the default):")
+    for app in APPS.values():
+        variants = [app.default_variant, *(v for v in app.variants if v != app.default_variant)]
+        print(f"  {app.name:<16} {app.language:<4} {app.summary}")
+        print(f"  {'':<16} variants: {', '.join(variants)}; endpoints: {', '.join(app.endpoints)}")
     return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from polyperf.apps import APPS
+    from polyperf.build import build, build_rows
+    from polyperf.envinfo import write_env
+    from polyperf.results import RowWriter, finalize_run, new_run_dir, point_latest
+
+    specs = args.apps or list(APPS)
+    run_dir = new_run_dir(Path(args.out))
+    write_env(run_dir, command="build", apps=specs)
+    writer = RowWriter(run_dir)
+    for spec in specs:
+        print(f"building {spec} ...", flush=True)
+        result = build(spec, force=args.force, log_dir=run_dir / "logs")
+        writer.write(build_rows(result))
+        state = "cached" if result.cached else "built"
+        print(f"  {state}: {result.binary} ({result.binary_bytes:,} bytes, {result.seconds:.1f} s)")
+    finalize_run(run_dir)
+    point_latest(run_dir)
+    print(f"build times and sizes recorded in {run_dir}")
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import time
+
+    from polyperf.build import build
+    from polyperf.server import Server, parse_cpus
+
+    build(args.app)
+    log_dir = Path(args.out) / "serve-logs"
+    with Server(args.app, log_dir=log_dir, port=args.port, host=args.host, cpus=parse_cpus(args.server_cpus),
+                workers=args.workers, database_url=args.database_url, args=args.app_args or ()) as server:
+        print(f"{server.name} serving at {server.url}  (log: {server.log_path}; Ctrl-C stops it)", flush=True)
+        while True:
+            time.sleep(0.5)
+            server.check_alive()
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    import contextlib
+    import tempfile
+
+    from polyperf.apps import APPS, get_app
+    from polyperf.build import build
+    from polyperf.postgres import ThrowawayPostgres
+    from polyperf.server import Server
+    from polyperf.verify import verify
+
+    specs = args.apps or list(APPS)
+    failures = 0
+    log_dir = Path(tempfile.mkdtemp(prefix="polyperf-verify-"))
+    with contextlib.ExitStack() as stack:
+        dsn = args.database_url
+        if args.with_postgres and not dsn:
+            print("starting a throwaway PostgreSQL ...", flush=True)
+            dsn = stack.enter_context(ThrowawayPostgres(log_dir)).dsn
+        for spec in specs:
+            app, variant = get_app(spec)
+            build(spec)
+            with Server(spec, log_dir=log_dir, database_url=dsn) as server:
+                checks = verify(server.url, app.checks, with_db=bool(dsn) and app.uses_database)
+            bad = [c for c in checks if not c.ok]
+            failures += bool(bad)
+            print(f"{app.name}:{variant}: {len(checks) - len(bad)}/{len(checks)} checks passed")
+            for c in bad:
+                print(f"  FAIL {c.name}: {c.detail}")
+    print(f"server logs: {log_dir}")
+    return 1 if failures else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,17 +156,51 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run directory, or an output dir meaning its latest run (default: reports/latest)")
     p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("list", help="list the suites", description="List the available suites.")
+    p = sub.add_parser("list", help="list the suites and the apps with their variants",
+                       description="List the suites and the app registry (language, variants, endpoints).")
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
     p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("build", help="build apps (release by default); record build time and binary size",
+                       description="Build APP[:VARIANT] with cargo or go (cached by source state) and record "
+                                   "build_seconds and binary_bytes into a new run directory.")
+    p.add_argument("apps", nargs="*", metavar="APP[:VARIANT]", help="default: every app, default variant")
+    p.add_argument("--force", action="store_true", help="rebuild even if the binary is up to date")
+    p.add_argument("--out", default="reports", help="output directory (default: reports)")
+    p.set_defaults(func=_cmd_build)
+
+    p = sub.add_parser("serve", help="build and run one app in the foreground for manual poking",
+                       description="Build if needed, start APP[:VARIANT] on 127.0.0.1, print its URL. "
+                                   "Ctrl-C or SIGTERM stops it and everything it started.")
+    p.add_argument("app", metavar="APP[:VARIANT]")
+    p.add_argument("--port", type=int, default=None, help="default: a free port")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
+    p.add_argument("--workers", type=int, default=None, help="worker threads / event loops")
+    p.add_argument("--server-cpus", default=None, help="pin the server to these CPUs, e.g. 0 or 0-1")
+    p.add_argument("--database-url", default=None, help="PostgreSQL URL for the devices apps' POST")
+    p.add_argument("--out", default="reports", help="where the server log goes (OUT/serve-logs)")
+    p.add_argument("--app-args", nargs=argparse.REMAINDER, help="extra arguments passed to the app")
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("verify", help="build, start and check every endpoint of apps (status, headers, bodies, 4xx)",
+                       description="HTTP conformance checks run before any load; exit code 1 if an app fails.")
+    p.add_argument("apps", nargs="*", metavar="APP[:VARIANT]", help="default: every app")
+    p.add_argument("--with-postgres", action="store_true",
+                   help="start a throwaway PostgreSQL so POST /api/devices is checked end to end")
+    p.add_argument("--database-url", default=None, help="use this PostgreSQL instead of a throwaway one")
+    p.set_defaults(func=_cmd_verify)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from polyperf.errors import PolyperfError
+    from polyperf.procs import install_signal_handlers
+
     args = build_parser().parse_args(argv)
+    install_signal_handlers()
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, PolyperfError) as exc:
         print(f"polyperf: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

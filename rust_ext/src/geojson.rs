@@ -245,7 +245,7 @@ mod tests {
         let sum = parse(text)?.checksum();
         assert_eq!(sum.features, 6);
         assert_eq!(sum.positions, 1 + 2 + 4 + 3 + 1);
-        assert!((sum.coordinate_sum - 29.0).abs() < 1e-9);
+        assert!((sum.coordinate_sum - 26.0).abs() < 1e-9);
         Ok(())
     }
 

@@ -1,6 +1,9 @@
 //! `polyperf._native`: module wiring only. Each function releases the GIL for its measured work and
 //! returns a small frozen result object; errors become Python exceptions in `errors`.
 
+mod alloc_count;
+mod bson_paths;
+mod bson_py;
 mod errors;
 mod geojson;
 mod jsonio;
@@ -101,6 +104,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WriteResult>()?;
     m.add_function(wrap_pyfunction!(parse_json_file, m)?)?;
     m.add_function(wrap_pyfunction!(write_lines, m)?)?;
+    bson_paths::register(m)?;
+    bson_py::register(m)?;
     Ok(())
 }
 

@@ -9,11 +9,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # reports render headless (CI, servers); notebooks pick their own backend
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.axes import Axes
 
-from polyperf.stats import summarize  # noqa: E402
+from polyperf.stats import summarize
 
 __all__ = ["Figure", "bar_with_ci", "new_axes", "with_param"]
 
