@@ -1,0 +1,64 @@
+package nethttpserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"polyperf/go_apps/internal/api"
+	"polyperf/go_apps/internal/config"
+	"polyperf/go_apps/internal/contracttest"
+)
+
+var testCfg = config.Config{AppName: "nethttp_devices", Host: "127.0.0.1", Port: 0, PoolSize: 4, Table: "t"}
+
+func start(t *testing.T, app *api.App) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc, errc := make(chan string, 1), make(chan error, 1)
+	go func() { errc <- New(testCfg, app, contracttest.Quiet).Run(ctx, func(a string) { addrc <- a }) }()
+	select {
+	case addr := <-addrc:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+		return addr
+	case err := <-errc:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not start")
+	}
+	return ""
+}
+
+func TestContract(t *testing.T) {
+	contracttest.Run(t, "nethttp_devices", contracttest.StartBoth(t, start))
+}
+
+// TestHandlerChunked: unlike the gnet server, net/http decodes chunked bodies;
+// the 1 KiB limit still applies to the decoded body.
+func TestHandlerChunked(t *testing.T) {
+	h := New(testCfg, api.New(&contracttest.SlowDB{}, contracttest.Quiet), contracttest.Quiet).Handler()
+	for _, tc := range []struct {
+		body   string
+		status int
+	}{
+		{`{"mac":"a","firmware":"b"}`, 201},
+		{strings.Repeat(" ", 2000), 413},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/api/devices", strings.NewReader(tc.body))
+		req.ContentLength = -1 // unknown length, as with Transfer-Encoding: chunked
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("body of %d bytes: status %d, want %d (%s)", len(tc.body), rec.Code, tc.status, rec.Body)
+		}
+	}
+}
