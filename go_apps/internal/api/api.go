@@ -124,15 +124,16 @@ func (a *App) Static(ep Endpoint, allow string) Response {
 
 // PrepareCreate validates a POST body. A non-nil answer (400 or 503) is final;
 // otherwise the caller runs Create, possibly off its event loop. The returned
-// strings are copies, so body may be reused afterwards.
+// strings are copies, so body may be reused afterwards. Validation comes first:
+// a bad body is the client's error (400) whether or not a database is configured.
 func (a *App) PrepareCreate(body []byte) (devices.New, *Response) {
-	if a.db == nil {
-		return devices.New{}, &noDBResp
-	}
 	d, err := devices.Parse(body)
 	if err != nil {
 		r := Error(http.StatusBadRequest, err.Error())
 		return devices.New{}, &r
+	}
+	if a.db == nil {
+		return devices.New{}, &noDBResp
 	}
 	return d, nil
 }

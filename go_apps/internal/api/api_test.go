@@ -79,6 +79,7 @@ func TestCreate(t *testing.T) {
 		{"no database", nil, `{"mac":"a","firmware":"b"}`, 503, `{"error":"no database configured (--database-url)"}`},
 		{"created", fakeDB{id: 7}, `{"mac":"a","firmware":"b"}`, 201, `{"id":7,"mac":"a","firmware":"b"}`},
 		{"invalid", fakeDB{id: 7}, `{"mac":1}`, 400, `{"error":"mac must be a string"}`},
+		{"invalid without database", nil, `{"mac":1}`, 400, `{"error":"mac must be a string"}`},
 		{"db down", fakeDB{err: unavailable}, `{"mac":"a","firmware":"b"}`, 503, `{"error":"database unavailable"}`},
 		{"db timeout", fakeDB{err: context.DeadlineExceeded}, `{"mac":"a","firmware":"b"}`, 503, `{"error":"database unavailable"}`},
 		{"db error", fakeDB{err: errors.New("relation missing")}, `{"mac":"a","firmware":"b"}`, 500, `{"error":"database error"}`},
