@@ -18,6 +18,37 @@ import (
 // Start runs a server for app on 127.0.0.1:0 until t ends and returns its host:port.
 type Start func(t *testing.T, app *api.App) string
 
+// RunFunc is a server's Run method (cli.Server): it serves until ctx is done,
+// calling ready with the bound host:port once it listens.
+type RunFunc func(ctx context.Context, ready func(addr string)) error
+
+// Serve runs run until t ends and returns the address it listens on. A server
+// that fails to start, or does not start within 10 s, fails t at once; one that
+// stops with an error when t ends fails t then.
+func Serve(t *testing.T, run RunFunc) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc, errc := make(chan string, 1), make(chan error, 1)
+	go func() { errc <- run(ctx, func(a string) { addrc <- a }) }()
+	select {
+	case addr := <-addrc:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+		return addr
+	case err := <-errc:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("server did not start")
+	}
+	return ""
+}
+
 // SlowDB is an in-memory api.Inserter that takes Delay per insert, long
 // enough that pipelined requests queue behind an in-flight POST.
 type SlowDB struct {

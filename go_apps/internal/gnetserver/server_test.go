@@ -2,7 +2,6 @@ package gnetserver
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -18,25 +17,7 @@ import (
 func start(t *testing.T, app *api.App) string {
 	t.Helper()
 	cfg := config.Config{AppName: "gnet_devices", Host: "127.0.0.1", Port: 0, Workers: 2, PoolSize: 4, Table: "t"}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc, errc := make(chan string, 1), make(chan error, 1)
-	go func() { errc <- New(cfg, app, contracttest.Quiet).Run(ctx, func(a string) { addrc <- a }) }()
-	select {
-	case addr := <-addrc:
-		t.Cleanup(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-		return addr
-	case err := <-errc:
-		cancel()
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not start")
-	}
-	return ""
+	return contracttest.Serve(t, New(cfg, app, contracttest.Quiet).Run)
 }
 
 func TestContract(t *testing.T) {

@@ -1,12 +1,10 @@
 package nethttpserver
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"polyperf/go_apps/internal/api"
 	"polyperf/go_apps/internal/config"
@@ -17,25 +15,7 @@ var testCfg = config.Config{AppName: "nethttp_devices", Host: "127.0.0.1", Port:
 
 func start(t *testing.T, app *api.App) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc, errc := make(chan string, 1), make(chan error, 1)
-	go func() { errc <- New(testCfg, app, contracttest.Quiet).Run(ctx, func(a string) { addrc <- a }) }()
-	select {
-	case addr := <-addrc:
-		t.Cleanup(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-		return addr
-	case err := <-errc:
-		cancel()
-		t.Fatalf("Run: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not start")
-	}
-	return ""
+	return contracttest.Serve(t, New(testCfg, app, contracttest.Quiet).Run)
 }
 
 func TestContract(t *testing.T) {

@@ -1,45 +1,25 @@
 //! The one error type of actix_matrix; actix turns it into a JSON `{"error": ...}` response
 //! through `ResponseError`, so handlers just return `Result<_, AppError>`.
 
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
+use server_common::RequestError;
 
-/// Everything that can go wrong while answering a request.
+/// Everything that can go wrong while answering a request: only what every app answers alike
+/// (bad JSON, a missing, wrong-typed or out-of-range `n`, an oversized or broken body, an unknown
+/// path or method). actix leaves the 405's `Allow` header to the route (`lib.rs`).
 #[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    /// Bad JSON, a missing or wrong-typed `n`, or `n` out of range.
-    #[error("{0}")]
-    BadRequest(String),
-    /// The body is over the limit.
-    #[error("request body over {limit} bytes")]
-    PayloadTooLarge { limit: usize },
-    /// The body could not be read.
-    #[error("cannot read request body")]
-    BodyRead,
-    /// No route for this path.
-    #[error("not found")]
-    NotFound,
-    /// The path exists but not for this method.
-    #[error("method not allowed")]
-    MethodNotAllowed { allow: &'static str },
-}
+#[error(transparent)]
+pub struct AppError(#[from] RequestError);
 
 impl ResponseError for AppError {
     fn status_code(&self) -> StatusCode {
-        match self {
-            Self::BadRequest(_) | Self::BodyRead => StatusCode::BAD_REQUEST,
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::NotFound => StatusCode::NOT_FOUND,
-            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-        }
+        // Every `RequestError::status` is a valid code; the fallback is never taken.
+        StatusCode::from_u16(self.0.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut response = HttpResponse::build(self.status_code());
-        if let Self::MethodNotAllowed { allow } = self {
-            response.insert_header((header::ALLOW, *allow));
-        }
-        response
+        HttpResponse::build(self.status_code())
             .content_type("application/json")
             .body(server_common::error_json(&self.to_string()))
     }

@@ -9,11 +9,11 @@ use std::num::NonZeroUsize;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::http::header;
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::DefaultHeaders;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, ResponseError, web};
 use serde::{Deserialize, Serialize};
-use server_common::{GRACE_PERIOD, ServeArgs, ShutdownSignal};
+use server_common::{GRACE_PERIOD, HEALTHZ_JSON, RequestError, ServeArgs, ShutdownSignal};
 
 use crate::error::AppError;
 use crate::matrix::{Matrix, multiply};
@@ -55,17 +55,24 @@ pub fn app() -> App<
                 .route(web::post().to(multiply_random))
                 .default_service(web::to(|| not_allowed("POST"))),
         )
-        .default_service(web::to(|| async { AppError::NotFound.error_response() }))
+        .default_service(web::to(|| async {
+            AppError::from(RequestError::NotFound).error_response()
+        }))
 }
 
+/// The 405 for a resource that takes only `allow`.
 async fn not_allowed(allow: &'static str) -> HttpResponse {
-    AppError::MethodNotAllowed { allow }.error_response()
+    let mut response = AppError::from(RequestError::MethodNotAllowed).error_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
 }
 
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
-        .body(r#"{"status":"ok"}"#)
+        .body(HEALTHZ_JSON)
 }
 
 #[derive(Debug, Deserialize)]
@@ -90,7 +97,7 @@ async fn multiply_random(
     let mut rng = fastrand::Rng::new();
     let a = Matrix::random(n, &mut rng);
     let b = Matrix::random(n, &mut rng);
-    let product = multiply(&a, &b).map_err(|e| AppError::BadRequest(e.to_string()))?;
+    let product = multiply(&a, &b).map_err(|e| RequestError::BadRequest(e.to_string()))?;
     Ok(HttpResponse::Ok().json(MatrixResponse {
         n: n.get(),
         product,
@@ -100,40 +107,33 @@ async fn multiply_random(
 async fn read_limited(
     request: &HttpRequest,
     payload: web::Payload,
-) -> Result<web::Bytes, AppError> {
+) -> Result<web::Bytes, RequestError> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     if declared.is_some_and(|len| len > BODY_LIMIT as u64) {
-        return Err(AppError::PayloadTooLarge { limit: BODY_LIMIT });
+        return Err(RequestError::PayloadTooLarge { limit: BODY_LIMIT });
     }
     match payload.to_bytes_limited(BODY_LIMIT).await {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(AppError::BodyRead),
-        Err(_) => Err(AppError::PayloadTooLarge { limit: BODY_LIMIT }),
+        Ok(Err(_)) => Err(RequestError::BodyRead),
+        Err(_) => Err(RequestError::PayloadTooLarge { limit: BODY_LIMIT }),
     }
 }
 
 /// `n` from a `{"n": N}` body, 1 ≤ N ≤ 512.
 ///
 /// # Errors
-/// [`AppError::BadRequest`] naming the problem.
-pub fn parse_n(body: &[u8]) -> Result<NonZeroUsize, AppError> {
-    // serde's derive would also take `[3]` as the struct; the contract wants an object.
-    if body.trim_ascii_start().first() != Some(&b'{') {
-        return Err(AppError::BadRequest(
-            "body must be a JSON object".to_owned(),
-        ));
-    }
-    let request: MatrixRequest = serde_json::from_slice(body)
-        .map_err(|e| AppError::BadRequest(format!("invalid JSON body: {e}")))?;
+/// [`RequestError::BadRequest`] naming the problem.
+pub fn parse_n(body: &[u8]) -> Result<NonZeroUsize, RequestError> {
+    let request: MatrixRequest = server_common::json_object(body)?;
     Some(request.n)
         .filter(|n| (1..=MAX_N).contains(n))
         .and_then(|n| usize::try_from(n).ok())
         .and_then(NonZeroUsize::new)
-        .ok_or_else(|| AppError::BadRequest(format!("n must be between 1 and {MAX_N}")))
+        .ok_or_else(|| RequestError::BadRequest(format!("n must be between 1 and {MAX_N}")))
 }
 
 /// Binds, announces and serves on `--workers` actix workers until SIGTERM/SIGINT, then lets

@@ -10,11 +10,6 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    match actix_matrix::run(&actix_matrix::Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("actix_matrix: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let result = actix_matrix::run(&actix_matrix::Cli::parse());
+    server_common::exit_code(actix_matrix::SERVER_NAME, result)
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::AppError;
+use server_common::RequestError;
 
 /// Longest accepted `mac`, in characters (the column is `varchar(17)`).
 pub const MAC_MAX_CHARS: usize = 17;
@@ -51,28 +51,23 @@ impl NewDevice {
     /// Parses and validates a request body.
     ///
     /// # Errors
-    /// [`AppError::BadRequest`] naming the first problem found.
-    pub fn from_json(body: &[u8]) -> Result<Self, AppError> {
-        // serde's derive would also take `["mac","fw"]` as a struct; the contract wants an object.
-        if body.trim_ascii_start().first() != Some(&b'{') {
-            return Err(AppError::BadRequest(
-                "body must be a JSON object".to_owned(),
-            ));
-        }
-        let device: Self = serde_json::from_slice(body)
-            .map_err(|e| AppError::BadRequest(format!("invalid JSON body: {e}")))?;
+    /// [`RequestError::BadRequest`] naming the first problem found.
+    pub fn from_json(body: &[u8]) -> Result<Self, RequestError> {
+        let device: Self = server_common::json_object(body)?;
         check_text("mac", &device.mac, MAC_MAX_CHARS)?;
         check_text("firmware", &device.firmware, FIRMWARE_MAX_CHARS)?;
         Ok(device)
     }
 }
 
-fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), AppError> {
+fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), RequestError> {
     if value.is_empty() {
-        return Err(AppError::BadRequest(format!("{field} must not be empty")));
+        return Err(RequestError::BadRequest(format!(
+            "{field} must not be empty"
+        )));
     }
     if value.chars().count() > max_chars {
-        return Err(AppError::BadRequest(format!(
+        return Err(RequestError::BadRequest(format!(
             "{field} longer than {max_chars} characters"
         )));
     }
@@ -85,7 +80,7 @@ mod tests {
 
     fn reason(body: &str) -> String {
         match NewDevice::from_json(body.as_bytes()) {
-            Err(AppError::BadRequest(reason)) => reason,
+            Err(RequestError::BadRequest(reason)) => reason,
             other => panic!("expected a 400 for {body}, got {other:?}"),
         }
     }

@@ -12,10 +12,8 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use server_common::ShutdownSignal;
 
@@ -64,28 +62,8 @@ impl AppState {
 
 /// The whole HTTP surface of axum_devices.
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/api/devices", get(list_devices).post(create_device))
-        .fallback(|| async { AppError::NotFound })
-        // Must follow the routes: it applies to the method routers registered so far.
-        .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
-        .layer(axum::middleware::map_response(add_server_header))
-        .with_state(state)
-}
-
-async fn add_server_header(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::SERVER, HeaderValue::from_static(SERVER_NAME));
-    response
-}
-
-async fn healthz() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        r#"{"status":"ok"}"#,
-    )
+    let routes = Router::new().route("/api/devices", get(list_devices).post(create_device));
+    server_common::axum::with_contract(routes, SERVER_NAME).with_state(state)
 }
 
 async fn list_devices(State(state): State<AppState>) -> Json<Arc<[Device]>> {
@@ -129,16 +107,7 @@ async fn serve(cli: &Cli) -> Result<(), StartError> {
         .map_err(StartError::Bind)?;
     let addr = listener.local_addr().map_err(StartError::Bind)?;
     server_common::announce(&cli.serve.host, addr);
-    let listener = listener.tap_io(|tcp| {
-        // Small responses: do not let Nagle hold them back.
-        if let Err(e) = tcp.set_nodelay(true) {
-            eprintln!("axum_devices: cannot set TCP_NODELAY: {e}");
-        }
-    });
-    let (trigger, deadline) = shutdown.with_deadline();
-    let server = axum::serve(listener, app(AppState::new(db))).with_graceful_shutdown(trigger);
-    tokio::select! {
-        result = server.into_future() => result.map_err(StartError::Serve),
-        () = deadline => Ok(()),
-    }
+    server_common::axum::serve(SERVER_NAME, listener, app(AppState::new(db)), shutdown)
+        .await
+        .map_err(StartError::Serve)
 }

@@ -5,11 +5,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    match axum_devices::run(&axum_devices::cli::Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("axum_devices: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let result = axum_devices::run(&axum_devices::cli::Cli::parse());
+    server_common::exit_code(axum_devices::SERVER_NAME, result)
 }

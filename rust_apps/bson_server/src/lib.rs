@@ -10,13 +10,12 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{HeaderValue, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{Uri, header};
+use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use bson_paths::DeserializePath;
 use serde::Deserialize;
-use server_common::{ServeArgs, ShutdownSignal};
+use server_common::{RequestError, ServeArgs, ShutdownSignal};
 
 use crate::error::AppError;
 
@@ -52,28 +51,8 @@ impl AppState {
 
 /// The whole HTTP surface of bson_server.
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/find", get(find))
-        .fallback(|| async { AppError::NotFound })
-        // Must follow the routes: it applies to the method routers registered so far.
-        .method_not_allowed_fallback(|| async { AppError::MethodNotAllowed })
-        .layer(axum::middleware::map_response(add_server_header))
-        .with_state(state)
-}
-
-async fn add_server_header(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::SERVER, HeaderValue::from_static(SERVER_NAME));
-    response
-}
-
-async fn healthz() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        r#"{"status":"ok"}"#,
-    )
+    let routes = Router::new().route("/find", get(find));
+    server_common::axum::with_contract(routes, SERVER_NAME).with_state(state)
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,11 +63,12 @@ struct FindParams {
 async fn find(State(state): State<AppState>, uri: Uri) -> Result<impl IntoResponse, AppError> {
     // Parsed by hand rather than by the `Query` extractor, whose rejection is plain text.
     let Query(params) = Query::<FindParams>::try_from_uri(&uri)
-        .map_err(|e| AppError::BadRequest(format!("bad query string: {e}")))?;
+        .map_err(|e| RequestError::BadRequest(format!("bad query string: {e}")))?;
     let name = params
         .path
-        .ok_or_else(|| AppError::BadRequest("missing query parameter path".to_owned()))?;
-    let path = DeserializePath::from_str(&name).map_err(|e| AppError::BadRequest(e.to_string()))?;
+        .ok_or_else(|| RequestError::BadRequest("missing query parameter path".to_owned()))?;
+    let path =
+        DeserializePath::from_str(&name).map_err(|e| RequestError::BadRequest(e.to_string()))?;
     let json = bson_paths::documents_json(&state.reply, path).map_err(AppError::Deserialize)?;
     Ok(([(header::CONTENT_TYPE, "application/json")], json))
 }
@@ -104,16 +84,6 @@ pub fn run(cli: &Cli) -> io::Result<()> {
         let shutdown = ShutdownSignal::install()?;
         let listener = server_common::bind(&cli.serve.host, cli.serve.port).await?;
         server_common::announce(&cli.serve.host, listener.local_addr()?);
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                eprintln!("bson_server: cannot set TCP_NODELAY: {e}");
-            }
-        });
-        let (trigger, deadline) = shutdown.with_deadline();
-        let server = axum::serve(listener, app(state)).with_graceful_shutdown(trigger);
-        tokio::select! {
-            result = server.into_future() => result,
-            () = deadline => Ok(()),
-        }
+        server_common::axum::serve(SERVER_NAME, listener, app(state), shutdown).await
     })
 }

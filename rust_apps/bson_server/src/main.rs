@@ -5,11 +5,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    match bson_server::run(&bson_server::Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bson_server: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let result = bson_server::run(&bson_server::Cli::parse());
+    server_common::exit_code(bson_server::SERVER_NAME, result)
 }

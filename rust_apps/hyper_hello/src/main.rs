@@ -5,11 +5,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    match hyper_hello::run(&hyper_hello::Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hyper_hello: error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    let result = hyper_hello::run(&hyper_hello::Cli::parse());
+    server_common::exit_code(hyper_hello::routes::SERVER_NAME, result)
 }

@@ -5,6 +5,7 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use server_common::{HEALTHZ_JSON, RequestError};
 
 /// The `Server` header value on every response.
 pub const SERVER_NAME: &str = "hyper_hello";
@@ -13,51 +14,37 @@ pub const HELLO: &str = "Hello, World!";
 /// The methods every route takes (hyper leaves the body out of HEAD answers itself).
 const ALLOW: &str = "GET, HEAD";
 
-/// hyper_hello's one error type: the requests that do not reach a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AppError {
-    NotFound,
-    MethodNotAllowed,
-}
-
-impl AppError {
-    /// The JSON error response for this error.
-    #[must_use]
-    pub fn into_response(self) -> Response<Full<Bytes>> {
-        let (status, reason) = match self {
-            Self::NotFound => (StatusCode::NOT_FOUND, "not found"),
-            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method not allowed"),
-        };
-        let mut response = reply(
-            status,
-            "application/json",
-            server_common::error_json(reason),
-        );
-        if self == Self::MethodNotAllowed {
-            response
-                .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static(ALLOW));
-        }
-        response
-    }
-}
-
 /// Answers one request; only the method and path matter.
 #[must_use]
 pub fn respond<B>(request: &Request<B>) -> Response<Full<Bytes>> {
-    route(request).unwrap_or_else(AppError::into_response)
+    route(request).unwrap_or_else(|error| error_response(&error))
 }
 
-fn route<B>(request: &Request<B>) -> Result<Response<Full<Bytes>>, AppError> {
+/// The page, or the request error (404 or 405) that keeps the request from it.
+fn route<B>(request: &Request<B>) -> Result<Response<Full<Bytes>>, RequestError> {
     let (content_type, body) = match request.uri().path() {
         "/" => ("text/plain; charset=utf-8", HELLO),
-        "/healthz" => ("application/json", r#"{"status":"ok"}"#),
-        _ => return Err(AppError::NotFound),
+        "/healthz" => ("application/json", HEALTHZ_JSON),
+        _ => return Err(RequestError::NotFound),
     };
     if !matches!(*request.method(), Method::GET | Method::HEAD) {
-        return Err(AppError::MethodNotAllowed);
+        return Err(RequestError::MethodNotAllowed);
     }
     Ok(reply(StatusCode::OK, content_type, body))
+}
+
+/// The JSON error response for `error`, with `Allow` on the 405.
+fn error_response(error: &RequestError) -> Response<Full<Bytes>> {
+    // Every `RequestError::status` is a valid code; the fallback is never taken.
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = server_common::error_json(&error.to_string());
+    let mut response = reply(status, "application/json", body);
+    if *error == RequestError::MethodNotAllowed {
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+    }
+    response
 }
 
 /// A response with the headers every answer carries; hyper adds `Date` and `Content-Length`.

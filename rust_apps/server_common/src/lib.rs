@@ -1,10 +1,21 @@
 //! What every polyperf Rust server shares, so the harness sees one contract: the common CLI flags,
-//! the runtime, the single `listening on` line, SIGTERM/SIGINT handling and the JSON error body.
+//! the runtime, the single `listening on` line, SIGTERM/SIGINT handling, the exit code, and (in
+//! `error`) the request errors with their JSON body. `axum` (feature `axum`) adds the axum glue.
+
+#[cfg(feature = "axum")]
+pub mod axum;
+mod error;
 
 use std::io;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
+use std::process::ExitCode;
 use std::time::Duration;
+
+pub use crate::error::{RequestError, error_chain, error_json, json_object};
+
+/// The body of every app's `GET /healthz`.
+pub const HEALTHZ_JSON: &str = r#"{"status":"ok"}"#;
 
 /// How long in-flight requests may take to finish after a shutdown signal.
 pub const GRACE_PERIOD: Duration = Duration::from_secs(10);
@@ -78,28 +89,16 @@ pub fn announce(host: &str, addr: SocketAddr) {
     eprintln!("{}", listening_line(host, addr));
 }
 
-/// `{"error":"<reason>"}`, the body of every error response.
-#[must_use]
-pub fn error_json(reason: &str) -> String {
-    serde_json::json!({ "error": reason }).to_string()
-}
-
-/// An error and all its causes on one line, `outer: inner: innermost`, for logs and start-up
-/// messages (many library errors print only their outermost layer).
-#[must_use]
-pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        // Some wrappers already repeat their cause in their own message.
-        if !line.ends_with(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
+/// A server's exit: success, or `<app>: error: <error>` on stderr and failure. Every `main` is
+/// `exit_code(APP, run(&Cli::parse()))`.
+pub fn exit_code<E: std::fmt::Display>(app: &str, result: Result<(), E>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{app}: error: {e}");
+            ExitCode::FAILURE
         }
-        source = cause.source();
     }
-    line
 }
 
 /// SIGTERM and SIGINT, installed up front so a failure to install them is a start-up error.
@@ -190,30 +189,5 @@ mod tests {
         );
         let v6: SocketAddr = "[::1]:9000".parse().unwrap();
         assert_eq!(listening_line("::1", v6), "listening on http://[::1]:9000");
-    }
-
-    #[test]
-    fn error_chain_joins_causes() {
-        let inner = io::Error::new(io::ErrorKind::ConnectionRefused, "refused");
-        let outer = io::Error::other(Wrapper(inner));
-        assert_eq!(error_chain(&outer), "cannot connect: refused");
-    }
-
-    #[derive(Debug)]
-    struct Wrapper(io::Error);
-    impl std::fmt::Display for Wrapper {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("cannot connect")
-        }
-    }
-    impl std::error::Error for Wrapper {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-
-    #[test]
-    fn error_json_escapes_the_reason() {
-        assert_eq!(error_json("bad \"n\""), r#"{"error":"bad \"n\""}"#);
     }
 }
