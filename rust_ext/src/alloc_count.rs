@@ -83,8 +83,13 @@ impl Drop for Scope {
         let _ = COUNTER.try_with(|c| {
             let (active, allocations, bytes) = self.outer;
             // An enclosing measurement also counts what the inner one saw.
-            c.allocations.set(if active { allocations + c.allocations.get() } else { allocations });
-            c.bytes.set(if active { bytes + c.bytes.get() } else { bytes });
+            c.allocations.set(if active {
+                allocations + c.allocations.get()
+            } else {
+                allocations
+            });
+            c.bytes
+                .set(if active { bytes + c.bytes.get() } else { bytes });
             c.active.set(active);
         });
     }
@@ -105,7 +110,10 @@ pub(crate) fn measure<T>(work: impl FnOnce() -> T) -> (T, Allocations) {
     let scope = Scope { outer };
     let value = work();
     let counted = COUNTER
-        .try_with(|c| Allocations { allocations: c.allocations.get(), allocated_bytes: c.bytes.get() })
+        .try_with(|c| Allocations {
+            allocations: c.allocations.get(),
+            allocated_bytes: c.bytes.get(),
+        })
         .unwrap_or_default();
     drop(scope);
     (value, counted)
@@ -120,18 +128,31 @@ mod tests {
         let (v, outer) = measure(|| {
             let a: Vec<u8> = Vec::with_capacity(100);
             let (b, inner) = measure(|| Vec::<u64>::with_capacity(10));
-            assert_eq!(inner, Allocations { allocations: 1, allocated_bytes: 80 });
+            assert_eq!(
+                inner,
+                Allocations {
+                    allocations: 1,
+                    allocated_bytes: 80
+                }
+            );
             (a.capacity(), b.capacity())
         });
         assert_eq!(v, (100, 10));
-        assert_eq!(outer, Allocations { allocations: 2, allocated_bytes: 180 });
+        assert_eq!(
+            outer,
+            Allocations {
+                allocations: 2,
+                allocated_bytes: 180
+            }
+        );
         assert_eq!(measure(|| 1 + 1).1, Allocations::default());
     }
 
     #[test]
     fn other_threads_are_not_counted() {
         let ((), counted) = measure(|| {
-            let handle = std::thread::spawn(|| (0..100).map(|i| vec![i; 10]).count());
+            let handle =
+                std::thread::spawn(|| (0..100).map(|i| vec![i; 10]).collect::<Vec<_>>().len());
             let _ = handle.join();
         });
         // Spawning allocates on this thread (the thread's handle and closure), but the 100 vectors

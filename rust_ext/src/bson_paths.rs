@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::alloc_count;
+use crate::bytes_like::bytes_like;
 use crate::errors::ExtError;
 
 /// Outcome of one `deserialize_reply` call.
@@ -61,11 +62,18 @@ fn to_ext(err: ::bson_paths::Error) -> ExtError {
 /// "raw" (`from_slice` into owned structs) or "raw_borrowed" (`from_slice` into structs borrowing
 /// `&str`). Malformed bytes, a wrong shape or an unknown path raise `ValueError`.
 #[pyfunction]
-fn deserialize_reply(py: Python<'_>, data: &[u8], path: &str) -> PyResult<DeserializeResult> {
+fn deserialize_reply(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    path: &str,
+) -> PyResult<DeserializeResult> {
     let path: DeserializePath = path.parse().map_err(to_ext)?;
+    let data = bytes_like(data)?;
+    let data: &[u8] = &data;
     let (outcome, elapsed_ns, counted) = py.detach(|| {
         let start = Instant::now();
-        let (outcome, counted) = alloc_count::measure(|| ::bson_paths::deserialize_reply(data, path));
+        let (outcome, counted) =
+            alloc_count::measure(|| ::bson_paths::deserialize_reply(data, path));
         let elapsed_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         (outcome, elapsed_ns, counted)
     });
@@ -106,8 +114,14 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bson_reply, m)?)?;
     m.add_function(wrap_pyfunction!(bson_documents, m)?)?;
     let paths: Vec<&str> = DeserializePath::ALL.iter().map(|p| p.name()).collect();
-    m.add("DESERIALIZE_PATHS", pyo3::types::PyTuple::new(m.py(), paths)?)?;
+    m.add(
+        "DESERIALIZE_PATHS",
+        pyo3::types::PyTuple::new(m.py(), paths)?,
+    )?;
     let datasets: Vec<&str> = Dataset::ALL.iter().map(|d| d.name()).collect();
-    m.add("BSON_DATASETS", pyo3::types::PyTuple::new(m.py(), datasets)?)?;
+    m.add(
+        "BSON_DATASETS",
+        pyo3::types::PyTuple::new(m.py(), datasets)?,
+    )?;
     Ok(())
 }

@@ -5,12 +5,14 @@
 //! Malformed input raises `BsonDecodeError` (a `ValueError`) naming the byte offset.
 
 mod decode;
+mod fast;
 mod keys;
 mod types;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::bytes_like::bytes_like;
 use decode::{DecodeError, Decoder};
 use types::BsonTypes;
 
@@ -37,22 +39,36 @@ fn to_pyerr(py: Python<'_>, err: DecodeError) -> PyErr {
 
 /// Decode one BSON document (the whole of `data`) into a dict, exactly as pymongo's `bson.decode`.
 #[pyfunction]
-fn bson_decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+fn bson_decode<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let types = BsonTypes::get(py)?;
-    Decoder::new(py, data, types).decode_one().map_err(|e| to_pyerr(py, e))
+    let data = bytes_like(data)?;
+    Decoder::new(py, &data, types)
+        .decode_one()
+        .map_err(|e| to_pyerr(py, e))
 }
 
 /// Decode concatenated BSON documents into a list of dicts, exactly as pymongo's `bson.decode_all`.
 #[pyfunction]
-fn bson_decode_all<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+fn bson_decode_all<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let types = BsonTypes::get(py)?;
-    Decoder::new(py, data, types).decode_all().map_err(|e| to_pyerr(py, e))
+    let data = bytes_like(data)?;
+    Decoder::new(py, &data, types)
+        .decode_all()
+        .map_err(|e| to_pyerr(py, e))
+}
+
+/// Which pymongo classes the decoder builds without calling their Python constructors (for tests:
+/// each was verified at first use to build objects identical to the constructor's).
+#[pyfunction]
+fn _bson_fast_paths(py: Python<'_>) -> PyResult<Vec<(&'static str, bool)>> {
+    Ok(BsonTypes::get(py)?.fast_paths().to_vec())
 }
 
 /// Adds `bson_decode`, `bson_decode_all`, `BsonDecodeError` and `BSON_MAX_DEPTH`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bson_decode, m)?)?;
     m.add_function(wrap_pyfunction!(bson_decode_all, m)?)?;
+    m.add_function(wrap_pyfunction!(_bson_fast_paths, m)?)?;
     m.add("BsonDecodeError", m.py().get_type::<BsonDecodeError>())?;
     m.add("BSON_MAX_DEPTH", decode::MAX_DEPTH)?;
     Ok(())

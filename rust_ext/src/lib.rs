@@ -4,6 +4,7 @@
 mod alloc_count;
 mod bson_paths;
 mod bson_py;
+mod bytes_like;
 mod errors;
 mod geojson;
 mod jsonio;

@@ -12,10 +12,12 @@ use std::borrow::Cow;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyString};
+use pyo3::types::PyBool;
 
-use super::keys::{KeyCache, decode_utf8};
+use super::keys::KeyCache;
 use super::types::{self, BsonTypes};
+
+mod values;
 
 /// Documents and arrays nested deeper than this are rejected.
 pub(crate) const MAX_DEPTH: usize = 512;
@@ -28,7 +30,11 @@ pub(super) struct DecodeError {
 }
 
 fn fail<T>(offset: usize, reason: impl Into<Cow<'static, str>>) -> Result<T, DecodeError> {
-    Err(DecodeError { offset, reason: reason.into(), cause: None })
+    Err(DecodeError {
+        offset,
+        reason: reason.into(),
+        cause: None,
+    })
 }
 
 type Decoded<'py> = Result<Bound<'py, PyAny>, DecodeError>;
@@ -45,14 +51,27 @@ pub(super) struct Decoder<'py, 'a> {
 
 impl<'py, 'a> Decoder<'py, 'a> {
     pub(super) fn new(py: Python<'py>, data: &'a [u8], types: &'static BsonTypes) -> Self {
-        Self { py, data, types, keys: KeyCache::new(py), pending: Vec::new(), depth: 0 }
+        Self {
+            py,
+            data,
+            types,
+            keys: KeyCache::new(py),
+            pending: Vec::new(),
+            depth: 0,
+        }
     }
 
     /// The whole input as exactly one document (pymongo's `decode`).
     pub(super) fn decode_one(&mut self) -> Decoded<'py> {
         let size = self.top_level_size(0)?;
         if size != self.data.len() {
-            return fail(size, format!("{} bytes of trailing data after the document", self.data.len() - size));
+            return fail(
+                size,
+                format!(
+                    "{} bytes of trailing data after the document",
+                    self.data.len() - size
+                ),
+            );
         }
         Ok(self.document(0, size)?.0)
     }
@@ -73,7 +92,10 @@ impl<'py, 'a> Decoder<'py, 'a> {
     fn top_level_size(&self, start: usize) -> Result<usize, DecodeError> {
         let available = self.data.len() - start;
         if available < 5 {
-            return fail(start, format!("{available} bytes is not enough for a BSON document"));
+            return fail(
+                start,
+                format!("{available} bytes is not enough for a BSON document"),
+            );
         }
         let size = self.i32_at(start) as i64;
         if size < 5 {
@@ -81,7 +103,10 @@ impl<'py, 'a> Decoder<'py, 'a> {
         }
         let size = size as usize;
         if size > available {
-            return fail(start, format!("document length {size} exceeds the {available} bytes left"));
+            return fail(
+                start,
+                format!("document length {size} exceeds the {available} bytes left"),
+            );
         }
         if self.data[start + size - 1] != 0 {
             return fail(start + size - 1, "document is not terminated by a NUL byte");
@@ -92,7 +117,9 @@ impl<'py, 'a> Decoder<'py, 'a> {
     #[inline]
     fn u32_at(&self, pos: usize) -> u32 {
         // Callers check `pos + 4 <= end <= data.len()` first; out of range reads as 0 rather than panic.
-        self.data.get(pos..pos + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.data
+            .get(pos..pos + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     #[inline]
@@ -112,17 +139,25 @@ impl<'py, 'a> Decoder<'py, 'a> {
     fn enter(&mut self, offset: usize) -> Result<(), DecodeError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return fail(offset, format!("documents nested deeper than {MAX_DEPTH} levels"));
+            return fail(
+                offset,
+                format!("documents nested deeper than {MAX_DEPTH} levels"),
+            );
         }
         Ok(())
     }
 
     /// The document whose length prefix is at `start` and whose `size` bytes (terminator included)
     /// were checked to lie inside the input. Also says whether it has both `$ref` and `$id` keys.
-    fn document(&mut self, start: usize, size: usize) -> Result<(Bound<'py, PyAny>, bool), DecodeError> {
+    fn document(
+        &mut self,
+        start: usize,
+        size: usize,
+    ) -> Result<(Bound<'py, PyAny>, bool), DecodeError> {
         self.enter(start)?;
         // SAFETY: PyDict_New returns a new reference or NULL with an exception set.
-        let dict = unsafe { Bound::from_owned_ptr_or_err(self.py, ffi::PyDict_New()) }.map_err(|e| py_fail(start, e))?;
+        let dict = unsafe { Bound::from_owned_ptr_or_err(self.py, ffi::PyDict_New()) }
+            .map_err(|e| py_fail(start, e))?;
         let end = start + size - 1;
         let mut pos = start + 4;
         let mut dbref_keys = 0u8;
@@ -180,8 +215,9 @@ impl<'py, 'a> Decoder<'py, 'a> {
         // SAFETY: PyList_New(n) makes a list of n NULL slots, each filled exactly once with a reference
         // it steals; a NULL list (out of memory) leaves the items to be dropped with `pending`.
         unsafe {
-            let list = Bound::from_owned_ptr_or_err(self.py, ffi::PyList_New(items as ffi::Py_ssize_t))
-                .map_err(|e| py_fail(offset, e))?;
+            let list =
+                Bound::from_owned_ptr_or_err(self.py, ffi::PyList_New(items as ffi::Py_ssize_t))
+                    .map_err(|e| py_fail(offset, e))?;
             for (i, item) in self.pending.drain(first..).enumerate() {
                 ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
             }
@@ -191,24 +227,45 @@ impl<'py, 'a> Decoder<'py, 'a> {
 
     /// The value of type `tag` at `*pos`, which must end by `end` (its container's terminator);
     /// advances `*pos` past it.
-    fn value(&mut self, tag: u8, pos: &mut usize, end: usize, key: Option<&Bound<'py, PyAny>>) -> Decoded<'py> {
+    fn value(
+        &mut self,
+        tag: u8,
+        pos: &mut usize,
+        end: usize,
+        key: Option<&Bound<'py, PyAny>>,
+    ) -> Decoded<'py> {
         let at = *pos;
         let available = end - at;
-        let need = |n: usize| if available < n { fail(at, format!("{n}-byte value runs past its document")) } else { Ok(()) };
+        let need = |n: usize| {
+            if available < n {
+                fail(at, format!("{n}-byte value runs past its document"))
+            } else {
+                Ok(())
+            }
+        };
         let py = self.py;
         let value = match tag {
             0x01 => {
                 need(8)?;
                 *pos += 8;
                 // SAFETY: returns a new reference or NULL with an exception set.
-                unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyFloat_FromDouble(f64::from_bits(self.u64_at(at)))) }
+                unsafe {
+                    Bound::from_owned_ptr_or_err(
+                        py,
+                        ffi::PyFloat_FromDouble(f64::from_bits(self.u64_at(at))),
+                    )
+                }
             }
             0x02 | 0x0E => return self.string(pos, end),
             0x03 => {
                 let size = self.sub_document_size(at, end)?;
                 let (doc, maybe_dbref) = self.document(at, size)?;
                 *pos += size;
-                if maybe_dbref { self.dbref_hook(doc) } else { Ok(doc) }
+                if maybe_dbref {
+                    self.dbref_hook(doc)
+                } else {
+                    Ok(doc)
+                }
             }
             0x04 => {
                 let size = self.sub_document_size(at, end)?;
@@ -238,7 +295,12 @@ impl<'py, 'a> Decoder<'py, 'a> {
                 let millis = self.u64_at(at) as i64;
                 match types::datetime(py, millis) {
                     Some(value) => value,
-                    None => return fail(at, format!("datetime {millis} ms is outside datetime's years 1-9999")),
+                    None => {
+                        return fail(
+                            at,
+                            format!("datetime {millis} ms is outside datetime's years 1-9999"),
+                        )
+                    }
                 }
             }
             0x0B => return self.regex(pos, end),
@@ -247,7 +309,10 @@ impl<'py, 'a> Decoder<'py, 'a> {
                 if end - *pos < 12 {
                     return fail(*pos, "DBPointer id runs past its document");
                 }
-                let oid = self.types.object_id(py, &self.data[*pos..*pos + 12]).map_err(|e| py_fail(at, e))?;
+                let oid = self
+                    .types
+                    .object_id(py, &self.data[*pos..*pos + 12])
+                    .map_err(|e| py_fail(at, e))?;
                 *pos += 12;
                 self.types.dbref(py, &[&collection, &oid])
             }
@@ -260,12 +325,15 @@ impl<'py, 'a> Decoder<'py, 'a> {
                 need(4)?;
                 *pos += 4;
                 // SAFETY: returns a new reference or NULL with an exception set.
-                unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromLong(self.i32_at(at).into())) }
+                unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromLong(self.i32_at(at).into()))
+                }
             }
             0x11 => {
                 need(8)?;
                 *pos += 8;
-                self.types.timestamp(py, self.u32_at(at + 4), self.u32_at(at))
+                self.types
+                    .timestamp(py, self.u32_at(at + 4), self.u32_at(at))
             }
             0x12 => {
                 need(8)?;
@@ -275,13 +343,18 @@ impl<'py, 'a> Decoder<'py, 'a> {
             0x13 => {
                 need(16)?;
                 *pos += 16;
-                self.types.decimal128(py, &self.data[at..at + 16])
+                let mut bid = [0u8; 16];
+                bid.copy_from_slice(&self.data[at..at + 16]);
+                self.types.decimal128(py, &bid)
             }
             0xFF => self.types.min_key(py),
             0x7F => self.types.max_key(py),
             other => {
                 let field = match key {
-                    Some(key) => format!("field {:?}", key.str().map(|s| s.to_string()).unwrap_or_default()),
+                    Some(key) => format!(
+                        "field {:?}",
+                        key.str().map(|s| s.to_string()).unwrap_or_default()
+                    ),
                     None => "an array element".to_owned(),
                 };
                 return fail(at, format!("unknown BSON type {other:#04x} for {field}"));
@@ -289,136 +362,12 @@ impl<'py, 'a> Decoder<'py, 'a> {
         };
         value.map_err(|e| py_fail(at, e))
     }
-
-    /// Length prefix of an embedded document or array at `at`: at least 5, inside `end`, NUL-terminated.
-    fn sub_document_size(&self, at: usize, end: usize) -> Result<usize, DecodeError> {
-        if end - at < 4 {
-            return fail(at, "embedded document length runs past its document");
-        }
-        let size = self.u32_at(at) as usize;
-        if size < 5 || size > end - at {
-            return fail(at, format!("embedded document length {size} does not fit its document"));
-        }
-        if self.data[at + size - 1] != 0 {
-            return fail(at + size - 1, "embedded document is not terminated by a NUL byte");
-        }
-        Ok(size)
-    }
-
-    /// A length-prefixed, NUL-terminated UTF-8 string (string, symbol, code, DBPointer collection).
-    fn string(&mut self, pos: &mut usize, end: usize) -> Decoded<'py> {
-        let at = *pos;
-        if end - at < 4 {
-            return fail(at, "string length runs past its document");
-        }
-        let len = self.u32_at(at) as usize;
-        if len == 0 || len > end - at - 4 {
-            return fail(at, format!("string length {len} does not fit its document"));
-        }
-        if self.data[at + 4 + len - 1] != 0 {
-            return fail(at + 4 + len - 1, "string is not terminated by a NUL byte");
-        }
-        let Some(value) = decode_utf8(self.py, &self.data[at + 4..at + 3 + len]) else {
-            return fail(at + 4, "string is not valid UTF-8");
-        };
-        *pos = at + 4 + len;
-        Ok(value)
-    }
-
-    fn binary(&mut self, pos: &mut usize, end: usize) -> Decoded<'py> {
-        let at = *pos;
-        if end - at < 5 {
-            return fail(at, "binary header runs past its document");
-        }
-        let len = self.u32_at(at) as usize;
-        if len > end - at - 5 {
-            return fail(at, format!("binary length {len} does not fit its document"));
-        }
-        let subtype = self.data[at + 4];
-        let mut data = &self.data[at + 5..at + 5 + len];
-        if subtype == 2 {
-            // The old binary subtype repeats the length inside the payload.
-            if len < 4 || self.u32_at(at + 5) as usize != len - 4 {
-                return fail(at + 5, "binary subtype 2 inner length does not match");
-            }
-            data = &data[4..];
-        }
-        *pos = at + 5 + len;
-        self.types.binary(self.py, subtype, data).map_err(|e| py_fail(at, e))
-    }
-
-    fn regex(&mut self, pos: &mut usize, end: usize) -> Decoded<'py> {
-        let at = *pos;
-        let Some(pattern_len) = self.data[at..end].iter().position(|&b| b == 0) else {
-            return fail(at, "regex pattern runs past its document");
-        };
-        let Some(pattern) = decode_utf8(self.py, &self.data[at..at + pattern_len]) else {
-            return fail(at, "regex pattern is not valid UTF-8");
-        };
-        let flags_at = at + pattern_len + 1;
-        let Some(flags_len) = self.data[flags_at..end].iter().position(|&b| b == 0) else {
-            return fail(flags_at, "regex flags run past its document");
-        };
-        let flags = &self.data[flags_at..flags_at + flags_len];
-        if std::str::from_utf8(flags).is_err() {
-            return fail(flags_at, "regex flags are not valid UTF-8");
-        }
-        *pos = flags_at + flags_len + 1;
-        self.types.regex(self.py, &pattern, flags).map_err(|e| py_fail(at, e))
-    }
-
-    /// `Code(code, scope)`: total length, string, scope document, the lengths agreeing exactly.
-    fn code_with_scope(&mut self, pos: &mut usize, end: usize) -> Decoded<'py> {
-        let at = *pos;
-        let available = end - at;
-        if available < 8 {
-            return fail(at, "code with scope runs past its document");
-        }
-        let total = self.u32_at(at) as usize;
-        let code_len = self.u32_at(at + 4) as usize;
-        if total > available || code_len == 0 || code_len + 12 > available {
-            return fail(at, "code with scope length does not fit its document");
-        }
-        let mut code_pos = at + 4;
-        let code = self.string(&mut code_pos, end)?;
-        let scope_at = code_pos;
-        let scope_len = self.u32_at(scope_at) as usize;
-        if scope_len < 5 || 8 + code_len + scope_len != total {
-            return fail(scope_at, "code with scope lengths disagree");
-        }
-        if self.data[scope_at + scope_len - 1] != 0 {
-            return fail(scope_at + scope_len - 1, "code scope is not terminated by a NUL byte");
-        }
-        let (scope, _) = self.document(scope_at, scope_len)?;
-        *pos = at + total;
-        self.types.code(self.py, &code, Some(&scope)).map_err(|e| py_fail(at, e))
-    }
-
-    /// pymongo turns a sub-document with a string `$ref`, an `$id` and an optional string (or null)
-    /// `$db` into `DBRef(ref, id, db, rest)`; anything else stays a dict.
-    #[inline(never)]
-    fn dbref_hook(&mut self, doc: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.py;
-        let ref_ = doc.get_item("$ref")?;
-        let id = doc.get_item("$id")?;
-        let db = match doc.contains("$db")? {
-            true => doc.get_item("$db")?,
-            false => py.None().into_bound(py),
-        };
-        if !ref_.is_instance_of::<PyString>()
-            || !(db.is_none() || db.is_instance_of::<PyString>())
-        {
-            return Ok(doc);
-        }
-        doc.del_item("$ref")?;
-        doc.del_item("$id")?;
-        if doc.contains("$db")? {
-            doc.del_item("$db")?;
-        }
-        self.types.dbref(py, &[&ref_, &id, &db, &doc])
-    }
 }
 
 fn py_fail(offset: usize, err: PyErr) -> DecodeError {
-    DecodeError { offset, reason: "could not build the value".into(), cause: Some(err) }
+    DecodeError {
+        offset,
+        reason: "could not build the value".into(),
+        cause: Some(err),
+    }
 }

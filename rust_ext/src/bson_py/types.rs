@@ -1,20 +1,29 @@
 //! pymongo's `bson` value classes, imported once per interpreter, and how each BSON value becomes one.
 //!
-//! Values are built the way pymongo's C decoder builds them with the default `CodecOptions` (same
-//! classes, same constructor arguments), so `==`, `type()` and `repr()` agree.
+//! Values are what pymongo's C decoder builds with the default `CodecOptions` (same classes, same
+//! state), so `==`, `type()` and `repr()` agree; `fast` skips the Python-level constructors where it
+//! was verified to build identical objects.
 
 use pyo3::exceptions::PyImportError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyBytes;
+
+use super::fast::{verified_binary, verified_slots, BinaryBuilder, SlotBuilder};
 
 pub(super) struct BsonTypes {
     object_id: Py<PyAny>,
+    object_id_fast: Option<SlotBuilder>,
     int64: Py<PyAny>,
     timestamp: Py<PyAny>,
+    timestamp_fast: Option<SlotBuilder>,
     decimal128_from_bid: Py<PyAny>,
+    decimal128_fast: Option<SlotBuilder>,
     binary: Py<PyAny>,
+    binary_fast: Option<BinaryBuilder>,
     regex: Py<PyAny>,
+    regex_fast: Option<SlotBuilder>,
     code: Py<PyAny>,
     dbref: Py<PyAny>,
     min_key: Py<PyAny>,
@@ -27,33 +36,89 @@ impl BsonTypes {
     /// The classes, imported from pymongo's `bson` package on first use.
     pub(super) fn get(py: Python<'_>) -> PyResult<&'static BsonTypes> {
         TYPES.get_or_try_init(py, || {
-            let attr = |module: &str, name: &str| -> PyResult<Py<PyAny>> {
-                Ok(py.import(module)?.getattr(name)?.unbind())
+            let attr = |module: &str, name: &str| -> PyResult<Bound<'_, PyAny>> {
+                py.import(module)?.getattr(name)
             };
             // SAFETY: imports the datetime C API capsule (idempotent); checked right after.
             unsafe { ffi::PyDateTime_IMPORT() };
             // SAFETY: reading the pointer the import just set.
             if unsafe { ffi::PyDateTimeAPI() }.is_null() {
-                return Err(PyErr::take(py).unwrap_or_else(|| PyImportError::new_err("datetime C API unavailable")));
+                return Err(PyErr::take(py)
+                    .unwrap_or_else(|| PyImportError::new_err("datetime C API unavailable")));
             }
+            let object_id = attr("bson.objectid", "ObjectId")?;
+            let timestamp = attr("bson.timestamp", "Timestamp")?;
+            let decimal128 = attr("bson.decimal128", "Decimal128")?;
+            let binary = attr("bson.binary", "Binary")?;
+            let regex = attr("bson.regex", "Regex")?;
+            let int =
+                |v: u64| -> PyResult<Bound<'_, PyAny>> { Ok(v.into_pyobject(py)?.into_any()) };
+            let oid = PyBytes::new(py, b"0123456789ab").into_any();
+            let (high, low) = (0x3040_0000_0000_0000u64, 1234u64);
+            let bid =
+                PyBytes::new(py, &[low.to_le_bytes(), high.to_le_bytes()].concat()).into_any();
+            let pattern = "a+b".into_pyobject(py)?.into_any();
             Ok(BsonTypes {
-                object_id: attr("bson.objectid", "ObjectId")?,
-                int64: attr("bson.int64", "Int64")?,
-                timestamp: attr("bson.timestamp", "Timestamp")?,
-                decimal128_from_bid: attr("bson.decimal128", "Decimal128")?.getattr(py, "from_bid")?,
-                binary: attr("bson.binary", "Binary")?,
-                regex: attr("bson.regex", "Regex")?,
-                code: attr("bson.code", "Code")?,
-                dbref: attr("bson.dbref", "DBRef")?,
-                min_key: attr("bson.min_key", "MinKey")?,
-                max_key: attr("bson.max_key", "MaxKey")?,
+                object_id_fast: verified_slots(
+                    &object_id,
+                    &["_ObjectId__id"],
+                    std::slice::from_ref(&oid),
+                    &object_id.call1((&oid,))?,
+                ),
+                timestamp_fast: verified_slots(
+                    &timestamp,
+                    &["_Timestamp__time", "_Timestamp__inc"],
+                    &[int(1)?, int(2)?],
+                    &timestamp.call1((1, 2))?,
+                ),
+                decimal128_fast: verified_slots(
+                    &decimal128,
+                    &["_Decimal128__high", "_Decimal128__low"],
+                    &[int(high)?, int(low)?],
+                    &decimal128.call_method1("from_bid", (bid,))?,
+                ),
+                regex_fast: verified_slots(
+                    &regex,
+                    &["pattern", "flags"],
+                    &[pattern.clone(), int(10)?],
+                    &regex.call1((pattern, 10))?,
+                ),
+                binary_fast: verified_binary(&binary),
+                object_id: object_id.unbind(),
+                int64: attr("bson.int64", "Int64")?.unbind(),
+                timestamp: timestamp.unbind(),
+                decimal128_from_bid: decimal128.getattr("from_bid")?.unbind(),
+                binary: binary.unbind(),
+                regex: regex.unbind(),
+                code: attr("bson.code", "Code")?.unbind(),
+                dbref: attr("bson.dbref", "DBRef")?.unbind(),
+                min_key: attr("bson.min_key", "MinKey")?.unbind(),
+                max_key: attr("bson.max_key", "MaxKey")?.unbind(),
             })
         })
     }
 
-    pub(super) fn object_id<'py>(&self, py: Python<'py>, oid: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    /// Which classes are built by `fast` (true) rather than by calling them.
+    pub(super) fn fast_paths(&self) -> [(&'static str, bool); 5] {
+        [
+            ("ObjectId", self.object_id_fast.is_some()),
+            ("Timestamp", self.timestamp_fast.is_some()),
+            ("Decimal128", self.decimal128_fast.is_some()),
+            ("Regex", self.regex_fast.is_some()),
+            ("Binary", self.binary_fast.is_some()),
+        ]
+    }
+
+    pub(super) fn object_id<'py>(
+        &self,
+        py: Python<'py>,
+        oid: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let bytes = new_bytes(py, oid)?;
-        call(py, &self.object_id, &[bytes.as_ptr()])
+        match &self.object_id_fast {
+            Some(fast) => fast.build(py, &[bytes.as_ptr()]),
+            None => call(py, &self.object_id, &[bytes.as_ptr()]),
+        }
     }
 
     pub(super) fn int64<'py>(&self, py: Python<'py>, value: i64) -> PyResult<Bound<'py, PyAny>> {
@@ -62,30 +127,71 @@ impl BsonTypes {
         call(py, &self.int64, &[int.as_ptr()])
     }
 
-    pub(super) fn timestamp<'py>(&self, py: Python<'py>, time: u32, inc: u32) -> PyResult<Bound<'py, PyAny>> {
+    pub(super) fn timestamp<'py>(
+        &self,
+        py: Python<'py>,
+        time: u32,
+        inc: u32,
+    ) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: each returns a new reference or NULL with an exception set.
-        let time = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLong(time.into()))? };
-        let inc = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLong(inc.into()))? };
-        call(py, &self.timestamp, &[time.as_ptr(), inc.as_ptr()])
+        let time =
+            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLong(time.into()))? };
+        let inc =
+            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLong(inc.into()))? };
+        match &self.timestamp_fast {
+            Some(fast) => fast.build(py, &[time.as_ptr(), inc.as_ptr()]),
+            None => call(py, &self.timestamp, &[time.as_ptr(), inc.as_ptr()]),
+        }
     }
 
-    pub(super) fn decimal128<'py>(&self, py: Python<'py>, bid: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        let bytes = new_bytes(py, bid)?;
-        call(py, &self.decimal128_from_bid, &[bytes.as_ptr()])
+    /// `bid` is the 16-byte little-endian BID encoding (low 8 bytes first).
+    pub(super) fn decimal128<'py>(
+        &self,
+        py: Python<'py>,
+        bid: &[u8; 16],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Some(fast) = &self.decimal128_fast else {
+            let bytes = new_bytes(py, bid)?;
+            return call(py, &self.decimal128_from_bid, &[bytes.as_ptr()]);
+        };
+        let [low, high] = [&bid[..8], &bid[8..]].map(|half| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(half);
+            u64::from_le_bytes(word)
+        });
+        // SAFETY: each returns a new reference or NULL with an exception set.
+        let high =
+            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLongLong(high))? };
+        let low =
+            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLongLong(low))? };
+        fast.build(py, &[high.as_ptr(), low.as_ptr()])
     }
 
     /// pymongo decodes subtype 0 to `bytes`, every other subtype (UUIDs included, as the default
     /// `uuid_representation` is UNSPECIFIED) to `Binary(data, subtype)`.
-    pub(super) fn binary<'py>(&self, py: Python<'py>, subtype: u8, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    pub(super) fn binary<'py>(
+        &self,
+        py: Python<'py>,
+        subtype: u8,
+        data: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let bytes = new_bytes(py, data)?;
         if subtype == 0 {
             return Ok(bytes);
         }
         let subtype = small_int(py, subtype.into())?;
-        call(py, &self.binary, &[bytes.as_ptr(), subtype.as_ptr()])
+        match &self.binary_fast {
+            Some(fast) => fast.build(py, &bytes, &subtype),
+            None => call(py, &self.binary, &[bytes.as_ptr(), subtype.as_ptr()]),
+        }
     }
 
-    pub(super) fn regex<'py>(&self, py: Python<'py>, pattern: &Bound<'py, PyAny>, flags: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    pub(super) fn regex<'py>(
+        &self,
+        py: Python<'py>,
+        pattern: &Bound<'py, PyAny>,
+        flags: &[u8],
+    ) -> PyResult<Bound<'py, PyAny>> {
         // pymongo's C decoder maps these letters to `re` flags and ignores any other character.
         let mut bits = 0;
         for flag in flags {
@@ -100,10 +206,18 @@ impl BsonTypes {
             };
         }
         let bits = small_int(py, bits)?;
-        call(py, &self.regex, &[pattern.as_ptr(), bits.as_ptr()])
+        match &self.regex_fast {
+            Some(fast) => fast.build(py, &[pattern.as_ptr(), bits.as_ptr()]),
+            None => call(py, &self.regex, &[pattern.as_ptr(), bits.as_ptr()]),
+        }
     }
 
-    pub(super) fn code<'py>(&self, py: Python<'py>, code: &Bound<'py, PyAny>, scope: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    pub(super) fn code<'py>(
+        &self,
+        py: Python<'py>,
+        code: &Bound<'py, PyAny>,
+        scope: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         match scope {
             Some(scope) => call(py, &self.code, &[code.as_ptr(), scope.as_ptr()]),
             None => call(py, &self.code, &[code.as_ptr()]),
@@ -111,7 +225,11 @@ impl BsonTypes {
     }
 
     /// `DBRef(collection, id, database, extra_fields)`; `database` is `None` when absent.
-    pub(super) fn dbref<'py>(&self, py: Python<'py>, args: &[&Bound<'py, PyAny>]) -> PyResult<Bound<'py, PyAny>> {
+    pub(super) fn dbref<'py>(
+        &self,
+        py: Python<'py>,
+        args: &[&Bound<'py, PyAny>],
+    ) -> PyResult<Bound<'py, PyAny>> {
         let ptrs: Vec<*mut ffi::PyObject> = args.iter().map(|a| a.as_ptr()).collect();
         call(py, &self.dbref, &ptrs)
     }
@@ -126,12 +244,21 @@ impl BsonTypes {
 }
 
 /// `callable(*args)` through vectorcall (no argument tuple).
-fn call<'py>(py: Python<'py>, callable: &Py<PyAny>, args: &[*mut ffi::PyObject]) -> PyResult<Bound<'py, PyAny>> {
+fn call<'py>(
+    py: Python<'py>,
+    callable: &Py<PyAny>,
+    args: &[*mut ffi::PyObject],
+) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: `args` are live borrowed references for the duration of the call.
     unsafe {
         Bound::from_owned_ptr_or_err(
             py,
-            ffi::PyObject_Vectorcall(callable.as_ptr(), args.as_ptr(), args.len(), std::ptr::null_mut()),
+            ffi::PyObject_Vectorcall(
+                callable.as_ptr(),
+                args.as_ptr(),
+                args.len(),
+                std::ptr::null_mut(),
+            ),
         )
     }
 }
@@ -156,7 +283,10 @@ fn small_int(py: Python<'_>, value: i64) -> PyResult<Bound<'_, PyAny>> {
 pub(super) fn datetime(py: Python<'_>, millis: i64) -> Option<PyResult<Bound<'_, PyAny>>> {
     let micros = (millis.rem_euclid(1000) * 1000) as i32;
     let seconds = millis.div_euclid(1000);
-    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400) as i32);
+    let (days, second_of_day) = (
+        seconds.div_euclid(86_400),
+        seconds.rem_euclid(86_400) as i32,
+    );
     let (year, month, day) = civil_from_days(days);
     if !(1..=9999).contains(&year) {
         return None;
@@ -185,7 +315,8 @@ fn civil_from_days(days: i64) -> (i64, i32, i32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let mp = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * mp + 2) / 5 + 1) as i32;
