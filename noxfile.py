@@ -27,6 +27,11 @@ def _install(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".{extras}")
 
 
+def _install_load_tools(session: nox.Session) -> None:
+    # oha is built from crates.io into .tools/ at a pinned version (cargo install --locked).
+    session.run("python", "-c", "from polyperf.load import ensure_oha; print(ensure_oha())")
+
+
 def _require(session: nox.Session, tool: str, hint: str) -> None:
     if shutil.which(tool) is None:
         session.error(f"`{tool}` not found on PATH: {hint}")
@@ -37,6 +42,7 @@ def tests(session: nox.Session) -> None:
     """Fast correctness tests: Python (harness, extension, apps end to end), Rust and Go unit tests."""
     _require(session, "cargo", "install Rust (https://rustup.rs) to build the extension and the apps")
     _install(session, "[test]")
+    _install_load_tools(session)
     session.run("cargo", "test", "--quiet", "--manifest-path", "rust_ext/Cargo.toml", external=True)
     if (RUST_APPS / "Cargo.toml").exists():
         session.run("cargo", "test", "--quiet", "--workspace", "--manifest-path", "rust_apps/Cargo.toml",
@@ -52,6 +58,7 @@ def tests(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The main job: every suite on its defaults (quick profile), then the report's path."""
     _install(session)
+    _install_load_tools(session)
     session.run("polyperf", "run", *session.posargs)
 
 

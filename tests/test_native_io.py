@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+
 from polyperf import _native
 from polyperf.data.geojson import geojson_bytes, write_geojson
 

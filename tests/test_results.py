@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+
 from polyperf.results import (
     COLUMNS,
     SCHEMA_VERSION,

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+
 from polyperf.claims import Claim, evaluate, load_claims
 from polyperf.stats import ratio, summarize
 

@@ -6,9 +6,12 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from polyperf.report import io_buffering
+from polyperf.report import bson, bson_server, http_frameworks, io_buffering
 from polyperf.report.figure import Figure
 
 SUITE_FIGURES: dict[str, Callable[[pd.DataFrame], list[Figure]]] = {
     "io_buffering": io_buffering.figures,
+    "http_frameworks": http_frameworks.figures,
+    "bson_server": bson_server.figures,
+    "bson": bson.figures,
 }

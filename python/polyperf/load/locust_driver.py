@@ -1,0 +1,143 @@
+"""locust as a load driver, through its library API (`Environment`, runners, `FastHttpUser`), headless.
+
+Closed model: `users` users, each sending its next request as soon as the last is answered, spawned
+at `spawn_rate`; or a step ramp (`steps`, a `LoadTestShape`). One process runs a `LocalRunner`;
+`processes > 1` runs a `MasterRunner` plus that many `WorkerRunner` processes, the way locust scales
+out, so the client can use every core it is given. Every process is started by `procs.spawn`, pinned
+to the client CPUs, and stopped on the way out whatever happens.
+
+locust itself runs in those child processes (`locust_child.py`), never in the harness: importing it
+monkey-patches the interpreter for gevent. Its stats come from locust's own objects (`RequestStats`:
+counts, failures, response-time percentiles, requests per second), which round response times to
+whole milliseconds below 100 ms: `latency_resolution` says so, and reports must too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from polyperf import procs
+from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, log_tail, require_loopback
+from polyperf.server import free_port
+
+__all__ = ["LOCUST_RESOLUTION", "run_locust"]
+
+CHILD = Path(__file__).with_name("locust_child.py")
+LOCUST_RESOLUTION = 0.001  # locust stores response times in whole ms below 100 ms (coarser above)
+STARTUP_ALLOWANCE = 45.0  # importing locust/gevent and connecting workers, on a busy 2-core box
+
+
+def _spawn(role: str, cfg_path: Path, log_dir: Path, tag: str, cpus: Sequence[int],
+           started: list, on_spawn: OnSpawn | None) -> object:
+    proc = procs.spawn([sys.executable, str(CHILD), str(cfg_path), role], log_path=log_dir / f"{tag}-{role}.log",
+                       cpus=cpus)
+    started.append((role, proc, log_dir / f"{tag}-{role}.log"))
+    if on_spawn:
+        on_spawn(proc.pid)
+    return proc
+
+
+def _wait(started: list, deadline: float, alive: Callable[[], None] | None) -> None:
+    """Waits for the lead process (local or master); fails fast if a worker or the server dies."""
+    role, lead, lead_log = started[0]
+    while lead.poll() is None:
+        if time.monotonic() > deadline:
+            raise LoadFailed(f"locust {role} did not finish in time; log {lead_log}: {log_tail(lead_log)}")
+        if alive is not None:
+            alive()
+        for worker_role, proc, log in started[1:]:
+            if proc.poll() not in (None, 0):
+                raise LoadFailed(f"locust {worker_role} (pid {proc.pid}) exited with {proc.returncode}; "
+                                 f"log {log}: {log_tail(log)}")
+        time.sleep(0.05)
+    if lead.returncode != 0:
+        raise LoadFailed(f"locust {role} exited with {lead.returncode}; log {lead_log}: {log_tail(lead_log)}")
+
+
+def run_locust(
+    url: str,
+    *,
+    bounds: Bounds,
+    client_cpus: Sequence[int],
+    log_dir: Path,
+    users: int = 10,
+    spawn_rate: float = 100.0,
+    steps: Sequence[tuple[int, float]] = (),
+    processes: int | None = None,
+    on_spawn: OnSpawn | None = None,
+    alive: Callable[[], None] | None = None,
+) -> LoadResult:
+    """GETs `url` (loopback only) with locust until `bounds` stop it; see the module doc.
+
+    `steps` = [(users, seconds), ...] runs the step ramp instead of a fixed `users`.
+    `processes` defaults to one per client CPU (1 → LocalRunner, N > 1 → master + N workers).
+    `alive` is called while waiting (e.g. `Server.check_alive`); whatever it raises ends the run.
+    """
+    require_loopback(url)
+    parts = urlsplit(url)
+    processes = processes or max(1, len(client_cpus))
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    tag = f"locust-{parts.port}-{time.time_ns()}"
+    out = log_dir / f"{tag}.json"
+    cfg = {
+        "host": f"{parts.scheme}://{parts.netloc}",
+        "path": (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+        "users": users,
+        "spawn_rate": spawn_rate,
+        "steps": [list(s) for s in steps],
+        "duration": bounds.duration,
+        "max_requests": bounds.max_requests,
+        "process_budget": math.ceil(bounds.max_requests / processes),
+        "workers": processes if processes > 1 else 0,
+        "master_port": free_port() if processes > 1 else 0,
+        "out": str(out),
+    }
+    cfg_path = log_dir / f"{tag}.config.json"
+    cfg_path.write_text(json.dumps(cfg))
+    started: list = []
+    try:
+        if processes == 1:
+            _spawn("local", cfg_path, log_dir, tag, client_cpus, started, on_spawn)
+        else:
+            _spawn("master", cfg_path, log_dir, tag, client_cpus, started, on_spawn)
+            for _ in range(processes):
+                _spawn("worker", cfg_path, log_dir, tag, client_cpus, started, on_spawn)
+        _wait(started, time.monotonic() + STARTUP_ALLOWANCE + bounds.duration + bounds.grace, alive)
+    finally:
+        for _role, proc, _log in reversed(started):
+            procs.stop(proc, grace=5.0)
+    if not out.exists():
+        raise LoadFailed(f"locust wrote no result to {out}; log: {log_tail(started[0][2])}")
+    return _to_result(json.loads(out.read_text()), url, steps, users, processes, client_cpus, out)
+
+
+def _to_result(data: dict, url: str, steps: Sequence[tuple[int, float]], users: int, processes: int,
+               client_cpus: Sequence[int], raw: Path) -> LoadResult:
+    result = LoadResult(
+        driver="locust",
+        mode="ramp" if steps else "closed",
+        url=url,
+        started_at=data["started_at"],
+        ended_at=data["ended_at"],
+        requests=data["requests"],
+        successes=data["requests"] - data["failures"],
+        failures=data["failures"],
+        latency={float(p): ms / 1000 for p, ms in data["percentiles_ms"].items()},
+        latency_resolution=LOCUST_RESOLUTION,
+        connections=max((s[0] for s in steps), default=users),
+        errors=data["errors"],
+        status_counts={int(k): v for k, v in data["status_counts"].items()},
+        history=[tuple(h) for h in data["history"]],
+        client_processes=processes + (1 if processes > 1 else 0),
+        client_cpus=tuple(client_cpus),
+        extra={"peak_users": data["peak_users"], "workers": data["workers"], "raw": str(raw)},
+    )
+    result.check()
+    return result

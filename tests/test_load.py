@@ -1,0 +1,285 @@
+"""Load drivers and measurement against a real app (hyper_hello, the quickest to build and start), for a
+second or two each: the numbers are present and consistent, the bounds hold, every process a driver
+starts is gone afterwards, the client-bound flag trips when the client is starved, a server killed
+mid-run is reported with its log tail while the rows already recorded stay, and only loopback is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from polyperf.build import build
+from polyperf.errors import ServerFailed
+from polyperf.load import (
+    Bounds,
+    LoadFailed,
+    TargetNotLoopback,
+    ensure_oha,
+    ensure_wrk,
+    require_loopback,
+    run_locust,
+    run_oha,
+    run_wrk,
+)
+from polyperf.load.bench import Campaign, Fleet, Target, measurement_rows, split_cpus
+from polyperf.load.common import LoadResult
+from polyperf.load.native_driver import oha_counts, wrk_counts
+from polyperf.metrics import Sample, is_client_bound, measure, window_usage
+from polyperf.results import Row, RowWriter, load_run
+from polyperf.server import Server
+
+SERVER_CPUS, CLIENT_CPUS = split_cpus()
+NO_LIMIT = 10**9
+
+
+@pytest.fixture(scope="session")
+def tools():
+    return ensure_oha(), ensure_wrk()
+
+
+@pytest.fixture(scope="module")
+def hello(tmp_path_factory, tools):
+    build("hyper_hello")
+    with Server("hyper_hello", log_dir=tmp_path_factory.mktemp("hello"), cpus=SERVER_CPUS,
+                workers=len(SERVER_CPUS)) as server:
+        yield server
+
+
+def _gone(pids, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _assert_sane(result: LoadResult, bound: float):
+    assert result.requests > 0 and result.rps > 0, result
+    assert result.requests == result.successes + result.failures
+    assert result.failures == 0, result.errors
+    assert result.latency[0.5] <= result.latency[0.9] <= result.latency[0.99] <= result.latency[0.999]
+    # locust rounds to whole milliseconds, so a sub-millisecond median is 0 there
+    assert (0 if result.driver == "locust" else 1e-7) <= result.latency[0.5] < 1.0
+    assert 0 < result.duration <= bound + 0.5, result.duration
+
+
+@pytest.mark.parametrize("driver", ["oha", "wrk"])
+def test_native_driver_closed_model(hello, tmp_path, driver):
+    run = {"oha": run_oha, "wrk": run_wrk}[driver]
+    pids = []
+    started = time.monotonic()
+    result = run(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                 connections=16, on_spawn=pids.append)
+    assert time.monotonic() - started < 1.5 + 5
+    _assert_sane(result, 1.5)
+    assert result.driver == driver and result.mode == "closed" and result.connections == 16
+    assert result.duration > 1.0
+    assert len(pids) == 1 and _gone(pids)
+
+
+@pytest.mark.parametrize("driver", ["oha", "wrk"])
+def test_native_driver_stops_at_request_bound(hello, tmp_path, driver):
+    run = {"oha": run_oha, "wrk": run_wrk}[driver]
+    result = run(hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                 connections=8)
+    assert 0 < result.requests <= 3000
+    if driver == "oha":  # oha stops itself; wrk's threads stop sending but wrk still sleeps out -d
+        assert result.requests == 3000 and result.duration < 2.0
+
+
+def test_oha_fixed_rate_reports_offered_and_achieved(hello, tmp_path):
+    result = run_oha(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                     connections=8, rate=500)
+    _assert_sane(result, 1.5)
+    assert result.mode == "fixed-rate" and result.offered_rate == 500
+    assert 0.8 < result.achieved_rate_ratio <= 1.05
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_locust_closed_model(hello, tmp_path, processes):
+    pids = []
+    started = time.monotonic()
+    result = run_locust(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                        users=8, spawn_rate=100, processes=processes, on_spawn=pids.append)
+    assert time.monotonic() - started < 1.5 + 30  # locust's own start-up (gevent, workers) is bounded too
+    _assert_sane(result, 1.5)
+    assert result.latency_resolution == 0.001 and result.status_counts == {200: result.requests}
+    assert len(pids) == (1 if processes == 1 else processes + 1)  # local, or master + workers
+    assert result.extra["workers"] == (0 if processes == 1 else processes)
+    assert _gone(pids), "a locust process outlived its run"
+
+
+def test_locust_request_bound_and_step_ramp(hello, tmp_path):
+    capped = run_locust(hello.url + "/", bounds=Bounds(10.0, 400), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                        users=4, processes=2)
+    assert 0 < capped.requests <= 400 and capped.duration < 10.0
+    ramp = run_locust(hello.url + "/", bounds=Bounds(10.0, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                      steps=[(2, 1.0), (6, 1.0)], processes=1)
+    assert ramp.mode == "ramp" and ramp.connections == 6
+    assert 1.5 < ramp.duration < 4.0, "the ramp stops after its last stage, long before the 10 s bound"
+    assert ramp.extra["peak_users"] == 6
+
+
+def test_measure_gives_server_and_client_cost(hello, tmp_path):
+    m = measure(hello.pid, lambda on_spawn: run_oha(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT),
+                                                     client_cpus=CLIENT_CPUS, log_dir=tmp_path, on_spawn=on_spawn),
+                client_cpus=CLIENT_CPUS, alive=hello.check_alive)
+    assert 0.5 < m.cpu_us_per_request < 10_000
+    assert m.server.rss_peak >= m.server.rss_mean > 1_000_000 and m.server.threads_max >= 1
+    assert m.client.cpu_seconds > 0 and 0 < m.client_cpu_fraction <= 1.2
+    names = {metric for metric, *_ in measurement_rows(m)}
+    assert {"rps", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "cpu_us_per_request",
+            "rss_peak_bytes", "rss_mean_bytes", "client_cpu_percent", "errors", "client_bound"} <= names
+
+
+def test_client_bound_when_the_client_is_starved(hello, tmp_path):
+    """One locust process with many users against a fast server: locust, not the server, is the limit."""
+    m = measure(hello.pid, lambda on_spawn: run_locust(hello.url + "/", bounds=Bounds(2.0, NO_LIMIT),
+                                                        client_cpus=CLIENT_CPUS[:1], log_dir=tmp_path, users=200,
+                                                        spawn_rate=1000, processes=1, on_spawn=on_spawn),
+                client_cpus=CLIENT_CPUS[:1])
+    assert m.client_bound, f"client used {m.client_cpu_fraction:.0%} of its core, server {m.server_cpu_fraction:.0%}"
+    impossible = measure(hello.pid, lambda on_spawn: run_oha(hello.url + "/", bounds=Bounds(1.0, NO_LIMIT),
+                                                              client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                                                              connections=4, rate=2_000_000, on_spawn=on_spawn),
+                         client_cpus=CLIENT_CPUS)
+    assert impossible.load.achieved_rate_ratio < 0.95 and impossible.client_bound
+
+
+def test_dead_server_is_reported_and_rows_are_kept(tools, tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    writer = RowWriter(run_dir)
+
+    def record(metric, value, unit, *, case, implementation, variant, params, repeat):
+        writer.write([Row("load_test", case, implementation, variant, metric, value, unit, repeat, params)])
+
+    target = Target("hyper_hello", "/")
+    with Fleet([target], log_dir=run_dir / "logs", server_cpus=SERVER_CPUS) as fleet:
+        assert not fleet.failed, fleet.failed
+        campaign = Campaign(fleet, record, client_cpus=CLIENT_CPUS, params={})
+        url = fleet.servers[target.key].url + "/"
+
+        def oha(on_spawn, alive):
+            return run_oha(url, bounds=Bounds(5.0, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                           on_spawn=on_spawn, alive=alive)
+
+        assert campaign.run(target, "oha", lambda s, a: run_oha(url, bounds=Bounds(0.5, NO_LIMIT),
+                                                                 client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                                                                 on_spawn=s, alive=a),
+                            case="before", repeat=0, params={}) is not None
+        server_pid = fleet.servers[target.key].pid
+        threading.Timer(0.5, os.kill, (server_pid, signal.SIGKILL)).start()
+        started = time.monotonic()
+        assert campaign.run(target, "oha", oha, case="killed", repeat=0, params={}) is None
+        assert time.monotonic() - started < 4.0, "a dead server ends the run early"
+    assert len(campaign.problems) == 1
+    assert "server died" in campaign.problems[0] and "exited with code -9" in campaign.problems[0]
+    assert "listening" in campaign.problems[0], "the server's log tail is in the report"
+    assert target.key in fleet.failed and target.key not in fleet.servers
+    kept = load_run(run_dir)
+    assert set(kept["case"]) == {"before"} and "rps" in set(kept["metric"])
+
+
+def test_alive_check_ends_a_driver_with_server_failed(tmp_path, tools):
+    server = Server("hyper_hello", log_dir=tmp_path, cpus=SERVER_CPUS).start()
+    try:
+        threading.Timer(0.3, os.kill, (server.pid, signal.SIGKILL)).start()
+        with pytest.raises(ServerFailed, match=r"exited with code -9; log .*listening"):
+            run_locust(server.url + "/", bounds=Bounds(5.0, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
+                       users=2, processes=1, alive=server.check_alive)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.1:8080/", "http://192.168.1.10/", "http://8.8.8.8/",
+                                 "ftp://127.0.0.1/", "http:///nohost"])
+def test_refuses_non_loopback_targets(url, tmp_path):
+    for run in (run_oha, run_wrk, run_locust):
+        with pytest.raises(TargetNotLoopback):
+            run(url, bounds=Bounds(1.0, 10), client_cpus=CLIENT_CPUS, log_dir=tmp_path)
+    assert not list(tmp_path.iterdir()), "nothing was started"
+
+
+def test_loopback_names_and_addresses_are_accepted():
+    for url in ("http://127.0.0.1:1/", "http://localhost:8080/x", "http://[::1]:80/", "http://127.3.4.5/"):
+        assert require_loopback(url) == url
+
+
+def test_bounds_are_validated():
+    with pytest.raises(ValueError):
+        Bounds(0, 10)
+    with pytest.raises(ValueError):
+        Bounds(1.0, 0)
+
+
+def test_window_usage_interpolates_cpu_at_the_window_edges():
+    samples = [Sample(0.0, 0.0, 100, 1), Sample(1.0, 0.5, 300, 2), Sample(2.0, 1.5, 200, 3)]
+    usage = window_usage(samples, 0.5, 1.5)
+    assert usage.cpu_seconds == pytest.approx(1.0 - 0.25)
+    assert usage.rss_peak == 300 and usage.rss_mean == 300 and usage.threads_max == 2
+
+
+def test_client_bound_rule():
+    assert is_client_bound(0.90, None) and not is_client_bound(0.89, None)
+    assert is_client_bound(0.1, 0.94) and not is_client_bound(0.1, 0.95)
+
+
+def test_counts_from_driver_outputs():
+    oha = {"statusCodeDistribution": {"200": 90, "503": 5},
+           "errorDistribution": {"connection refused": 3, "aborted due to deadline": 7}}
+    assert oha_counts(oha) == (98, 90, {200: 90, 503: 5}, {"connection refused": 3})
+    wrk = {"requests": 100, "errors": {"connect": 2, "read": 0, "write": 0, "status": 4, "timeout": 1}}
+    assert wrk_counts(wrk) == (103, 96, {"connect": 2, "status": 4, "timeout": 1})
+
+
+def test_inconsistent_result_is_rejected():
+    bad = LoadResult("oha", "closed", "http://127.0.0.1/", 0.0, 1.0, requests=10, successes=8, failures=1,
+                     latency={0.5: 0.001, 0.99: 0.002}, latency_resolution=1e-6)
+    with pytest.raises(LoadFailed, match="requests 10 != successes 8"):
+        bad.check()
+
+
+_HARNESS = """
+import sys, time
+from pathlib import Path
+from polyperf.load import Bounds, run_locust, run_oha
+url, driver, log = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+report = lambda pid: print(pid, flush=True)
+if driver == "locust":
+    run_locust(url, bounds=Bounds(60, 10**9), client_cpus=[0], log_dir=log, users=4, processes=2, on_spawn=report)
+else:
+    run_oha(url, bounds=Bounds(60, 10**9), client_cpus=[0], log_dir=log, connections=4, on_spawn=report)
+"""
+
+
+@pytest.mark.parametrize(("driver", "sig"), [("locust", signal.SIGKILL), ("locust", signal.SIGINT),
+                                             ("oha", signal.SIGKILL), ("oha", signal.SIGTERM)])
+def test_no_load_generator_outlives_the_harness(hello, tmp_path, driver, sig):
+    harness = subprocess.Popen([sys.executable, "-c", _HARNESS, hello.url + "/", driver, str(tmp_path)],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(harness.stdout.readline()) for _ in range(3 if driver == "locust" else 1)]
+        time.sleep(1.0)
+        assert all(psutil.pid_exists(p) for p in pids)
+        harness.send_signal(sig)
+        harness.wait(timeout=30)
+        assert _gone(pids), f"{driver} processes survived the harness dying by {sig!r}"
+    finally:
+        harness.kill()
