@@ -19,9 +19,8 @@ import statistics
 
 import pytest
 
-from polyperf.flamegraph import ensure_inferno
-from polyperf.load import Bounds, ensure_oha, ensure_wrk, run_locust, run_oha, run_wrk
-from polyperf.load.bench import Campaign, Fleet, Target, cpu_label, suite_options
+from polyperf.load import Bounds, ensure_wrk, run_locust, run_oha, run_wrk
+from polyperf.load.bench import Campaign, Fleet, Target, cpu_label
 
 TARGETS = [
     Target("gnet_devices", "/api/devices"),
@@ -31,21 +30,6 @@ TARGETS = [
     Target("hyper_hello", "/", "current", ("--runtime", "current"), {"runtime": "current"}),
 ]
 MAX_REQUESTS = 50_000_000  # the safety bound; durations are what end these runs
-
-
-@pytest.fixture(scope="module")
-def options(pytestconfig):
-    """(server CPUs, client CPUs, flamegraph?): --server-cpus/--client-cpus/--flamegraph or POLYPERF_* env."""
-    options = suite_options(pytestconfig)
-    ensure_oha()
-    if options[2]:
-        ensure_inferno()
-    return options
-
-
-@pytest.fixture(scope="module")
-def cpus(options):
-    return options[0], options[1]
 
 
 @pytest.fixture(scope="module")
