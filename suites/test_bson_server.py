@@ -15,7 +15,7 @@ import statistics
 import pytest
 
 from polyperf.load import Bounds, run_locust, run_oha
-from polyperf.load.bench import Campaign, Fleet, Target, cpu_label
+from polyperf.load.bench import Fleet, Target
 
 PATHS = ("clone", "document", "raw")
 MAX_REQUESTS = 50_000_000  # the safety bound; durations are what end these runs
@@ -44,20 +44,6 @@ def _targets(documents):
 def fleet(cpus, run_dir, plan):
     with Fleet(_targets(plan["documents"]), log_dir=run_dir / "logs", server_cpus=cpus[0]) as fleet:
         yield fleet
-
-
-@pytest.fixture(scope="module")
-def ceilings():
-    return {}
-
-
-@pytest.fixture
-def campaign(fleet, record, options, run_dir):
-    server_cpus, client_cpus, flamegraph = options
-    params = {"server_cpus": cpu_label(server_cpus), "client_cpus": cpu_label(client_cpus),
-              "server_workers": len(server_cpus)}
-    return Campaign(fleet, record, client_cpus=client_cpus, params=params,
-                    flamegraph_dir=run_dir / "flamegraphs" if flamegraph else None)
 
 
 def _finish(campaign):

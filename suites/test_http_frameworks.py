@@ -20,7 +20,7 @@ import statistics
 import pytest
 
 from polyperf.load import Bounds, ensure_wrk, run_locust, run_oha, run_wrk
-from polyperf.load.bench import Campaign, Fleet, Target, cpu_label
+from polyperf.load.bench import Fleet, Target
 
 TARGETS = [
     Target("gnet_devices", "/api/devices"),
@@ -51,21 +51,6 @@ def fleet(cpus, run_dir):
     server_cpus, _client = cpus
     with Fleet(TARGETS, log_dir=run_dir / "logs", server_cpus=server_cpus) as fleet:
         yield fleet
-
-
-@pytest.fixture(scope="module")
-def ceilings():
-    """target key -> rps of every ceiling run at 64 connections (read by the later cases)."""
-    return {}
-
-
-@pytest.fixture
-def campaign(fleet, record, options, run_dir):
-    server_cpus, client_cpus, flamegraph = options
-    params = {"server_cpus": cpu_label(server_cpus), "client_cpus": cpu_label(client_cpus),
-              "server_workers": len(server_cpus)}
-    return Campaign(fleet, record, client_cpus=client_cpus, params=params,
-                    flamegraph_dir=run_dir / "flamegraphs" if flamegraph else None)
 
 
 def _finish(campaign):

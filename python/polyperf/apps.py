@@ -6,7 +6,7 @@ built, where the binary lands, how it is started and which verification checks a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["APPS", "App", "BuildSpec", "get_app", "parse_app_spec"]
@@ -42,7 +42,6 @@ class App:
     uses_database: bool = False
     default_args: tuple[str, ...] = ()
     endpoints: tuple[str, ...] = ("GET /healthz",)
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def source_dir(self) -> Path:

@@ -152,14 +152,10 @@ def resolve_run(path: str | os.PathLike[str]) -> Path:
 
 
 def load_run(path: str | os.PathLike[str] = "reports/latest") -> pd.DataFrame:
-    """The run's tidy table as a DataFrame (params stay JSON text; `params_dict()` decodes them)."""
+    """The run's tidy table as a DataFrame (params stay JSON text: `json.loads` them)."""
     run_dir = resolve_run(path)
     # The JSONL is the source of truth (rows appended after the last finalize included); the
     # parquet alone is enough when a run directory was shared without it.
     if (run_dir / JSONL).exists():
         return _read_jsonl(run_dir / JSONL)
     return _upgrade(pd.read_parquet(run_dir / PARQUET))
-
-
-def params_dict(params: str) -> dict[str, Any]:
-    return json.loads(params) if params else {}

@@ -57,6 +57,9 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     md = [f"# polyperf run {run_dir.name}\n", f"Environment: {env_line}\n", *[f"- {n}" for n in NOTES], ""]
     md += ["## Claims\n", _markdown_table(verdicts), "## Figures\n"]
     md += [f"### {f.title}\n\n![{f.title}](report/{f.name}.png)\n\n{f.caption}\n" for f in figures]
+    flames = sorted((run_dir / "flamegraphs").glob("*.svg")) if (run_dir / "flamegraphs").is_dir() else []
+    if flames:
+        md += ["## Flamegraphs\n", *[f"- [{f.stem}](flamegraphs/{f.name})" for f in flames], ""]
     md += ["## All measured series\n", _markdown_table(summary)]
     (run_dir / "summary.md").write_text("\n".join(md), encoding="utf-8")
 
@@ -65,12 +68,9 @@ def write_report(run: str | os.PathLike[str]) -> Path:
             "<h2>Claims</h2>", _html_table(verdicts), "<h2>Figures</h2>"]
     body += [f"<h3>{html.escape(f.title)}</h3><img src='report/{f.name}.png' alt='{html.escape(f.title)}'>"
              f"<p>{html.escape(f.caption)}</p>" for f in figures]
-    flames = sorted((run_dir / "flamegraphs").glob("*.svg")) if (run_dir / "flamegraphs").is_dir() else []
     if flames:
         links = "".join(f"<li><a href='flamegraphs/{f.name}'>{html.escape(f.stem)}</a></li>" for f in flames)
         body += ["<h2>Flamegraphs</h2>", f"<ul>{links}</ul>"]
-        md += ["## Flamegraphs\n", *[f"- [{f.stem}](flamegraphs/{f.name})" for f in flames], ""]
-        (run_dir / "summary.md").write_text("\n".join(md), encoding="utf-8")
     body += ["<h2>All measured series</h2>", _html_table(summary)]
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;"
              "font-size:12px}td,th{padding:2px 6px;border-bottom:1px solid #ddd}img{max-width:100%}")
