@@ -1,10 +1,10 @@
 """Entry points for people and CI. Every session installs what it needs into its own virtualenv.
 
-    nox -s tests            the CI test command (fast tests of the harness, extension and apps)
-    nox -s bench            the main job: build, run every suite (quick profile), write the report
-    nox -s bench -- --profile full io_buffering
-    nox -s lint             ruff, cargo clippy, go vet
-    nox -s report -- RUN    re-render a run's report
+nox -s tests            the CI test command (fast tests of the harness, extension and apps)
+nox -s bench            the main job: build, run every suite (quick profile), write the report
+nox -s bench -- --profile full io_buffering
+nox -s lint             ruff (check + format), import contracts, clippy + rustfmt, go vet + gofmt
+nox -s report -- RUN    re-render a run's report
 """
 
 from __future__ import annotations
@@ -45,8 +45,7 @@ def tests(session: nox.Session) -> None:
     _install_load_tools(session)
     session.run("cargo", "test", "--quiet", "--manifest-path", "rust_ext/Cargo.toml", external=True)
     if (RUST_APPS / "Cargo.toml").exists():
-        session.run("cargo", "test", "--quiet", "--workspace", "--manifest-path", "rust_apps/Cargo.toml",
-                    external=True)
+        session.run("cargo", "test", "--quiet", "--workspace", "--manifest-path", "rust_apps/Cargo.toml", external=True)
     if (GO_APPS / "go.mod").exists():
         _require(session, "go", "install Go 1.22+ to build the Go apps")
         with session.chdir(GO_APPS):
@@ -71,14 +70,31 @@ def report(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff on Python, clippy (warnings are errors) on every crate, go vet on the Go module."""
-    session.install("ruff")
+    """ruff (lint + format), the import contracts between stages, clippy and rustfmt on every crate, go vet and
+    gofmt on the Go module."""
+    session.install("ruff", "import-linter")
     session.run("ruff", "check", "python", "suites", "tests", "noxfile.py")
-    session.run("cargo", "clippy", "--manifest-path", "rust_ext/Cargo.toml", "--all-targets", "--",
-                "-D", "warnings", external=True)
-    if (RUST_APPS / "Cargo.toml").exists():
-        session.run("cargo", "clippy", "--workspace", "--manifest-path", "rust_apps/Cargo.toml",
-                    "--all-targets", "--", "-D", "warnings", external=True)
+    session.run("ruff", "format", "--check", "python", "suites", "tests", "noxfile.py")
+    session.install("-e", ".", "--no-deps")  # import-linter reads the installed package's imports
+    session.run("lint-imports")
+    for manifest, workspace in (("rust_ext/Cargo.toml", []), ("rust_apps/Cargo.toml", ["--workspace"])):
+        if (ROOT / manifest).exists():
+            session.run("cargo", "fmt", "--check", "--manifest-path", manifest, external=True)
+            session.run(
+                "cargo",
+                "clippy",
+                *workspace,
+                "--manifest-path",
+                manifest,
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+                external=True,
+            )
     if (GO_APPS / "go.mod").exists():
         with session.chdir(GO_APPS):
             session.run("go", "vet", "./...", external=True)
+            unformatted = session.run("gofmt", "-l", ".", external=True, silent=True)
+            if unformatted and unformatted.strip():
+                session.error(f"gofmt would reformat: {unformatted.split()}")

@@ -1,41 +1,35 @@
-"""Fixtures shared by every suite: the run directory, `record`, `profile` (polyperf.pytest_plugin), and
-for the load suites the CPU split, load tools and the measuring `campaign` over a module's `fleet`."""
+"""Fixtures shared by every suite: the run directory, `record`, `profile` and `load_options` come from the
+polyperf pytest plugin; the load suites get `load_env`, a `LoadEnv` over their module's `fleet`."""
 
 import pytest
 
-from polyperf.flamegraph import ensure_inferno
 from polyperf.load import ensure_oha
-from polyperf.load.bench import Campaign, cpu_label, suite_options
+from polyperf.measure.flamegraph import ensure_inferno
+from polyperf.record.load_env import LoadEnv
 
-pytest_plugins = ["polyperf.pytest_plugin", "polyperf.load.pytest_options"]
+pytest_plugins = ["polyperf.record.pytest_plugin"]
 
 
 @pytest.fixture(scope="module")
-def options(pytestconfig):
-    """(server CPUs, client CPUs, flamegraph?): --server-cpus/--client-cpus/--flamegraph or POLYPERF_* env."""
-    options = suite_options(pytestconfig)
+def load_env(fleet, record, load_options, run_dir):
+    """Measured, recorded load runs against the module's `fleet` (a module-level fixture of the suite)."""
     ensure_oha()
-    if options[2]:
+    if load_options.flamegraph:
         ensure_inferno()
-    return options
-
-
-@pytest.fixture(scope="module")
-def cpus(options):
-    return options[0], options[1]
-
-
-@pytest.fixture(scope="module")
-def ceilings():
-    """target key -> rps of every ceiling run (read by the later cases of the same module)."""
-    return {}
+    return LoadEnv(
+        fleet,
+        record,
+        client_cpus=load_options.client_cpus,
+        log_dir=run_dir / "logs",
+        flamegraph_dir=run_dir / "flamegraphs" if load_options.flamegraph else None,
+    )
 
 
 @pytest.fixture
-def campaign(fleet, record, options, run_dir):
-    """Runs load against the module's `fleet` and records rows; needs a module-level `fleet` fixture."""
-    server_cpus, client_cpus, flamegraph = options
-    params = {"server_cpus": cpu_label(server_cpus), "client_cpus": cpu_label(client_cpus),
-              "server_workers": len(server_cpus)}
-    return Campaign(fleet, record, client_cpus=client_cpus, params=params,
-                    flamegraph_dir=run_dir / "flamegraphs" if flamegraph else None)
+def env(load_env):
+    """`load_env` for one test: the test fails, with every problem on its own line, if a server died or a
+    driver failed during it (the other targets still ran)."""
+    yield load_env
+    problems = load_env.take_problems()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)

@@ -1,21 +1,20 @@
-"""SEEDS.md §2: BSON deserialization. The article's four Rust paths (clone, document, raw,
-raw_borrowed) timed and allocation-counted on each dataset, and polyperf's decoder into Python objects
-against pymongo's C decoder, scored as the MongoDB driver benchmark spec does (bytes / median time,
-MB = 10^6 bytes).
+"""BSON deserialization (Patrick Freed, "Making slow Rust code fast", 2021). The article's four Rust paths
+(clone, document, raw, raw_borrowed) timed and allocation-counted on each dataset, and polyperf's decoder into
+Python objects against pymongo's C decoder, scored as the MongoDB driver benchmark spec does (bytes / median
+time, MB = 10^6 bytes).
 
-pytest-benchmark gives the rounds and figures; the `*_interleaved` cases time the variants in turn,
-repeat by repeat (A B C A B C ...), so drift of this shared machine hits them alike, and the claims
-use those pairs. They record `cpu_seconds` (this thread's CPU time, `time.thread_time_ns`) next to
-wall `seconds`: the work is single-threaded and CPU-bound, and on a shared 2-core machine wall time
-also counts other processes' time slices (the find decoders' wall-time ratio CI spanned 0.8-3.4x
-where CPU time gave ±5%). The claims use `cpu_seconds`.
+pytest-benchmark gives the rounds and figures; the `*_interleaved` cases time the variants in turn, repeat by
+repeat (A B C A B C ...), so drift of this shared machine hits them alike, and the claims use those pairs.
+They record `cpu_seconds` (this thread's CPU time, `time.thread_time_ns`) next to wall `seconds`: the work is
+single-threaded and CPU-bound, and on a shared 2-core machine wall time also counts other processes' time
+slices (the find decoders' wall-time ratio CI spanned 0.8-3.4x where CPU time gave ±5%). The claims use
+`cpu_seconds`.
 
-Python decoders allocate thousands of objects, so the cyclic GC runs during them. Left alone, its
-full collections walk the whole pytest process (pandas, matplotlib, ...) whenever they happen to
-trigger, which swamped the decoders' own work (medians 5-20x slower, CIs spanning 0.4-4.9x). So the
-process heap is frozen (`gc.freeze`) for this module and every decode starts after `gc.collect()`:
-each decoder then pays exactly the collections its own allocations trigger, as in a small program.
-"""
+Python decoders allocate thousands of objects, so the cyclic GC runs during them. Left alone, its full
+collections walk the whole pytest process (pandas, matplotlib, ...) whenever they happen to trigger, which
+swamped the decoders' own work (medians 5-20x slower, CIs spanning 0.4-4.9x). So the process heap is frozen
+(`gc.freeze`) for this module and every decode starts after `gc.collect()`: each decoder then pays exactly the
+collections its own allocations trigger, as in a small program."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
 from polyperf import _native
-from polyperf.pytest_plugin import describe_benchmark
+from polyperf.record.pytest_plugin import describe_benchmark
 
 PATHS = _native.DESERIALIZE_PATHS
 DATASETS = _native.BSON_DATASETS
@@ -102,8 +101,14 @@ def _params(dataset: str, documents: dict[str, int], data: bytes) -> dict:
 @pytest.mark.parametrize("path", PATHS)
 def test_path_time(benchmark, path, dataset, replies, documents, rounds):
     reply = replies[dataset]
-    describe_benchmark(benchmark, case="deserialize", implementation=PATHS_IMPL, variant=path,
-                       params=_params(dataset, documents, reply), bytes_per_round=len(reply))
+    describe_benchmark(
+        benchmark,
+        case="deserialize",
+        implementation=PATHS_IMPL,
+        variant=path,
+        params=_params(dataset, documents, reply),
+        bytes_per_round=len(reply),
+    )
     result = benchmark.pedantic(_native.deserialize_reply, args=(reply, path), rounds=rounds, warmup_rounds=1)
     assert result.documents == documents[dataset]
 
@@ -117,8 +122,12 @@ def test_path_allocations(dataset, replies, documents, record):
     assert results["clone"].allocations > results["document"].allocations
     assert results["raw_borrowed"].allocations < results["raw"].allocations
     for path, result in results.items():
-        common = {"case": "deserialize", "implementation": PATHS_IMPL, "variant": path,
-                  "params": _params(dataset, documents, reply)}
+        common = {
+            "case": "deserialize",
+            "implementation": PATHS_IMPL,
+            "variant": path,
+            "params": _params(dataset, documents, reply),
+        }
         record("allocations", result.allocations, "count", **common)
         record("allocated_bytes", result.allocated_bytes, "bytes", **common)
 
@@ -137,11 +146,16 @@ def test_path_interleaved(dataset, replies, documents, repeats, record):
             cpu_seconds = (time.thread_time_ns() - cpu_start) / 1e9
             seconds = result.elapsed_ns / 1e9
             times[path].append(cpu_seconds)
-            common = {"case": "deserialize_interleaved", "implementation": PATHS_IMPL, "variant": path,
-                      "params": _params(dataset, documents, reply), "repeat": repeat}
+            common = {
+                "case": "deserialize_interleaved",
+                "implementation": PATHS_IMPL,
+                "variant": path,
+                "params": _params(dataset, documents, reply),
+                "repeat": repeat,
+            }
             record("seconds", seconds, "s", **common)
             record("cpu_seconds", cpu_seconds, "s", **common)
-            record("mb_per_s", len(reply) / seconds / 1e6, "MB/s", **common)
+            record("bytes_per_s", len(reply) / seconds, "bytes/s", **common)
     if dataset == "find":
         median = {path: statistics.median(t) for path, t in times.items()}
         assert median["raw"] < median["document"] < median["clone"], median
@@ -151,8 +165,14 @@ def test_path_interleaved(dataset, replies, documents, repeats, record):
 @pytest.mark.parametrize("variant", list(DECODERS))
 def test_decode_all_time(benchmark, variant, dataset, streams, documents, rounds):
     data = streams[dataset]
-    describe_benchmark(benchmark, case="decode_all", implementation=DECODER_IMPL, variant=variant,
-                       params=_params(dataset, documents, data), bytes_per_round=len(data))
+    describe_benchmark(
+        benchmark,
+        case="decode_all",
+        implementation=DECODER_IMPL,
+        variant=variant,
+        params=_params(dataset, documents, data),
+        bytes_per_round=len(data),
+    )
     docs = benchmark.pedantic(DECODERS[variant], args=(data,), setup=_settle, rounds=rounds, warmup_rounds=1)
     assert len(docs) == documents[dataset]
 
@@ -172,8 +192,13 @@ def test_decode_all_interleaved(dataset, streams, documents, repeats, record):
             seconds = (time.perf_counter_ns() - start) / 1e9
             cpu_seconds = (time.thread_time_ns() - cpu_start) / 1e9
             del docs  # freeing is outside the timing, as in pytest-benchmark's rounds
-            common = {"case": "decode_all_interleaved", "implementation": DECODER_IMPL, "variant": variant,
-                      "params": _params(dataset, documents, data), "repeat": repeat}
+            common = {
+                "case": "decode_all_interleaved",
+                "implementation": DECODER_IMPL,
+                "variant": variant,
+                "params": _params(dataset, documents, data),
+                "repeat": repeat,
+            }
             record("seconds", seconds, "s", **common)
             record("cpu_seconds", cpu_seconds, "s", **common)
-            record("mb_per_s", len(data) / seconds / 1e6, "MB/s", **common)
+            record("bytes_per_s", len(data) / seconds, "bytes/s", **common)

@@ -1,5 +1,5 @@
-"""SEEDS.md §4 test 1 (gnet vs axum vs net/http, `GET /api/devices`) and §5's hyper hello world
-(Tokio multi-thread vs current-thread runtime), under load on this machine.
+"""Rust vs Go, fastest frameworks (Anton Putra: gnet vs axum vs net/http, `GET /api/devices`) and the hyper
+hello world of "Making the Tokio scheduler 10x faster" (multi-thread vs current-thread runtime), under load.
 
 Every server runs pinned to the server CPU set with one worker per CPU, every load generator to the
 client set (on 2 cores: server CPU 0, client CPU 1; the rows' params say which). Apps are verified
@@ -11,16 +11,16 @@ this shared machine hits all of them alike:
 - `locust`: locust's FastHttpUser, a step ramp of users (its rps history is kept): what a Python
   client sees, ~10x below the native driver's ceiling — the report says which driver made which number;
 - `driver_ceiling`: oha vs wrk on the fastest target, to show oha's ceiling is wrk's.
+
+The fixed rate and the fastest target come from an explicit, unrecorded calibration (`ceilings`).
 """
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 
-from polyperf.load import Bounds, ensure_wrk, run_locust, run_oha, run_wrk
-from polyperf.load.bench import Fleet, Target
+from polyperf.load import ensure_wrk
+from polyperf.serve.fleet import Fleet, Target
 
 TARGETS = [
     Target("gnet_devices", "/api/devices"),
@@ -29,7 +29,6 @@ TARGETS = [
     Target("hyper_hello", "/", "multi", ("--runtime", "multi"), {"runtime": "multi"}),
     Target("hyper_hello", "/", "current", ("--runtime", "current"), {"runtime": "current"}),
 ]
-MAX_REQUESTS = 50_000_000  # the safety bound; durations are what end these runs
 
 
 @pytest.fixture(scope="module")
@@ -40,22 +39,25 @@ def plan(profile):
         "ceiling_s": profile.pick(smoke=1.0, quick=2.0, full=5.0),
         "rate": profile.pick(smoke=2_000, quick=10_000, full=20_000),
         "fixed_s": profile.pick(smoke=1.0, quick=3.0, full=8.0),
-        "locust_steps": profile.pick(smoke=[(32, 1.5)], quick=[(8, 1.5), (32, 1.5), (128, 1.5), (512, 1.5)],
-                                     full=[(8, 3.0), (32, 3.0), (128, 3.0), (512, 3.0)]),
+        "locust_steps": profile.pick(
+            smoke=[(32, 1.5)],
+            quick=[(8, 1.5), (32, 1.5), (128, 1.5), (512, 1.5)],
+            full=[(8, 3.0), (32, 3.0), (128, 3.0), (512, 3.0)],
+        ),
         "wrk_repeats": profile.pick(smoke=1, quick=3, full=5),
     }
 
 
 @pytest.fixture(scope="module")
-def fleet(cpus, run_dir):
-    server_cpus, _client = cpus
-    with Fleet(TARGETS, log_dir=run_dir / "logs", server_cpus=server_cpus) as fleet:
+def fleet(load_options, run_dir):
+    with Fleet(TARGETS, log_dir=run_dir / "logs", server_cpus=load_options.server_cpus) as fleet:
         yield fleet
 
 
-def _finish(campaign):
-    if campaign.problems:
-        pytest.fail("\n".join(campaign.problems), pytrace=False)
+@pytest.fixture(scope="module")
+def ceilings(load_env):
+    """Calibration, also the warm-up: each target's oha ceiling over a short unrecorded run."""
+    return load_env.calibrate(duration=1.0)
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.key)
@@ -64,88 +66,58 @@ def test_verified(fleet, target):
     assert target.key not in fleet.failed, fleet.failed.get(target.key)
 
 
-def test_ceiling(fleet, campaign, plan, cpus, run_dir, ceilings):
-    _server, client_cpus = cpus
-    logs = run_dir / "logs"
-    bounds = Bounds(plan["ceiling_s"], MAX_REQUESTS)
-    for target, _server in fleet.running:  # warm-up, not recorded: JIT-free, but caches, pools, page faults
-        campaign.run(target, "oha", lambda on_spawn, alive, t=target: run_oha(
-            fleet.servers[t.key].url + t.path, bounds=Bounds(0.5, MAX_REQUESTS), client_cpus=client_cpus,
-            log_dir=logs, connections=64, on_spawn=on_spawn, alive=alive), case="warmup", repeat=0, params={},
-            keep=False)
-    for repeat in range(plan["repeats"]):
+def test_ceiling(env, plan, ceilings):
+    for repeat, target in env.interleave(plan["repeats"]):
         for connections in plan["connections"]:
-            for target, server in fleet.running:
-                m = campaign.run(target, "oha", lambda on_spawn, alive, url=server.url + target.path, c=connections:
-                                 run_oha(url, bounds=bounds, client_cpus=client_cpus, log_dir=logs, connections=c,
-                                         on_spawn=on_spawn, alive=alive),
-                                 case="ceiling", repeat=repeat,
-                                 params={"connections": connections, "duration_s": bounds.duration})
-                if m is not None and connections == 64:
-                    ceilings.setdefault(target.key, []).append(m.load.rps)
-                    assert m.load.rps > 0 and m.load.failures == 0, m.load
-    for target, server in fleet.running:  # --flamegraph: one extra, unrecorded run each under perf
-        campaign.flamegraph(target, "oha", lambda on_spawn, alive, url=server.url + target.path: run_oha(
-            url, bounds=bounds, client_cpus=client_cpus, log_dir=logs, connections=64, on_spawn=on_spawn,
-            alive=alive), name=f"ceiling-{target.key.replace('/', '-')}")
-    _finish(campaign)
+            m = env.oha(target, case="ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=connections)
+            if m is not None:
+                assert m.load.rps > 0 and m.load.failures == 0, m.load
+    for _repeat, target in env.interleave(1):  # --flamegraph: one extra, unrecorded run each under perf
+        env.flamegraph(target, name=f"ceiling-{target.key.replace('/', '-')}", duration=plan["ceiling_s"])
 
 
-def test_fixed_rate(fleet, campaign, plan, cpus, run_dir, ceilings):
-    """One rate for every app: the profile's, lowered to half the slowest measured ceiling if needed."""
-    _server, client_cpus = cpus
-    slowest = min((statistics.median(v) for v in ceilings.values()), default=None)
+def test_fixed_rate(env, plan, ceilings):
+    """One rate for every app: the profile's, lowered to half the slowest calibrated ceiling if needed."""
+    slowest = min(ceilings.values(), default=None)
     rate = plan["rate"] if slowest is None else min(plan["rate"], max(100, round(slowest / 2, -2)))
-    bounds = Bounds(plan["fixed_s"], MAX_REQUESTS)
-    for repeat in range(plan["repeats"]):
-        for target, server in fleet.running:
-            campaign.run(target, "oha", lambda on_spawn, alive, url=server.url + target.path:
-                         run_oha(url, bounds=bounds, client_cpus=client_cpus, log_dir=run_dir / "logs",
-                                 connections=64, rate=rate, on_spawn=on_spawn, alive=alive),
-                         case="fixed_rate", repeat=repeat,
-                         params={"connections": 64, "rate": rate, "duration_s": bounds.duration})
-    _finish(campaign)
+    for repeat, target in env.interleave(plan["repeats"]):
+        env.oha(target, case="fixed_rate", repeat=repeat, duration=plan["fixed_s"], connections=64, rate=rate)
 
 
-def test_locust(fleet, campaign, plan, cpus, run_dir):
+def test_locust(env, plan):
     """locust's step ramp; its per-second history is kept for the rps-over-time figure."""
-    _server, client_cpus = cpus
     steps = plan["locust_steps"]
-    bounds = Bounds(sum(s for _u, s in steps), MAX_REQUESTS)
-    for repeat in range(plan["repeats"]):
-        for target, server in fleet.running:
-            m = campaign.run(target, "locust", lambda on_spawn, alive, url=server.url + target.path:
-                             run_locust(url, bounds=bounds, client_cpus=client_cpus, log_dir=run_dir / "logs",
-                                        steps=steps, on_spawn=on_spawn, alive=alive),
-                             case="locust", repeat=repeat,
-                             params={"users": max(u for u, _s in steps), "steps": [list(s) for s in steps],
-                                     "duration_s": bounds.duration, "processes": max(1, len(client_cpus))})
-            if m is not None and repeat == 0:
-                for second, rps, users in m.load.history:
-                    common = {"case": "locust_history", "implementation": target.app,
-                              "variant": target.variant("locust"), "repeat": repeat,
-                              "params": {"second": second, **target.params}}
-                    campaign.record("history_rps", rps, "req/s", **common)
-                    campaign.record("history_users", users, "count", **common)
-    _finish(campaign)
+    duration = sum(s for _u, s in steps)
+    for repeat, target in env.interleave(plan["repeats"]):
+        m = env.locust(
+            target,
+            case="locust",
+            repeat=repeat,
+            duration=duration,
+            steps=steps,
+            params={"users": max(u for u, _s in steps), "processes": max(1, len(env.client_cpus))},
+        )
+        if m is not None and repeat == 0:
+            for second, rps, users in m.load.history:
+                common = {
+                    "case": "locust_history",
+                    "implementation": target.name,
+                    "variant": target.variant,
+                    "driver": "locust",
+                    "repeat": repeat,
+                    "params": {"second": second, **target.params},
+                }
+                env.record("history_rps", rps, "1/s", **common)
+                env.record("history_users", users, "count", **common)
 
 
-def test_driver_ceiling(fleet, campaign, plan, cpus, run_dir, ceilings):
-    """oha and wrk, interleaved, same connections and duration, on the fastest target."""
+def test_driver_ceiling(env, plan, ceilings):
+    """oha and wrk, interleaved, same connections and duration, on the fastest calibrated target."""
     ensure_wrk()
-    _server, client_cpus = cpus
-    fastest = max(ceilings, key=lambda k: statistics.median(ceilings[k]), default="hyper_hello/current")
+    fastest = max(ceilings, key=ceilings.__getitem__, default=None)
     target = next((t for t in TARGETS if t.key == fastest), None)
-    if target is None or target.key not in fleet.servers:
-        pytest.skip(f"fastest target {fastest} is not running")
-    url = fleet.servers[target.key].url + target.path
-    bounds = Bounds(plan["ceiling_s"], MAX_REQUESTS)
-    drivers = {"oha": run_oha, "wrk": run_wrk}
+    if target is None:
+        pytest.skip("no target was calibrated")
     for repeat in range(plan["wrk_repeats"]):
-        for name, run in drivers.items():
-            campaign.run(target, name, lambda on_spawn, alive, run=run:
-                         run(url, bounds=bounds, client_cpus=client_cpus, log_dir=run_dir / "logs",
-                             connections=64, on_spawn=on_spawn, alive=alive),
-                         case="driver_ceiling", repeat=repeat,
-                         params={"connections": 64, "duration_s": bounds.duration})
-    _finish(campaign)
+        env.oha(target, case="driver_ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=64)
+        env.wrk(target, case="driver_ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=64)

@@ -1,9 +1,9 @@
-"""SEEDS.md §1: serde_json through an unbuffered File vs a BufReader vs a whole-file read, and
-writes through a bare File vs a BufWriter. Syscall counts are exact facts; times are benchmarks.
+"""era.co, "Unbuffered I/O can make your Rust programs much slower": serde_json through an unbuffered File vs a
+BufReader vs a whole-file read, and writes through a bare File vs a BufWriter. Syscall counts are exact facts;
+times are benchmarks.
 
-Sweeps time each configuration inside Rust and interleave the configurations repeat by repeat
-(A B C A B C ...), so slow drift of this shared machine hits all of them alike.
-"""
+Sweeps time each configuration inside Rust and interleave the configurations repeat by repeat (A B C A B C
+...), so slow drift of this shared machine hits all of them alike."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from polyperf import _native
 from polyperf.data.geojson import ARTICLE_BYTES, write_geojson
-from polyperf.pytest_plugin import describe_benchmark
+from polyperf.record.pytest_plugin import describe_benchmark
 
 READ_MODES = ("unbuffered", "buffered", "read_all")
 DEFAULT_CAPACITY = 8192
@@ -24,8 +24,11 @@ DEFAULT_CAPACITY = 8192
 
 @pytest.fixture(scope="module")
 def sizes(profile):
-    return profile.pick(smoke=[20_000, ARTICLE_BYTES], quick=[100_000, 500_000, ARTICLE_BYTES],
-                        full=[100_000, ARTICLE_BYTES, 20_000_000, 60_000_000])
+    return profile.pick(
+        smoke=[20_000, ARTICLE_BYTES],
+        quick=[100_000, 500_000, ARTICLE_BYTES],
+        full=[100_000, ARTICLE_BYTES, 20_000_000, 60_000_000],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,19 +59,35 @@ def test_parse_syscalls(mode, geojson_files, record):
         expected = {"unbuffered": size, "buffered": math.ceil(size / DEFAULT_CAPACITY)}.get(mode)
         if expected is not None:
             assert expected <= result.read_syscalls <= expected + 2, (size, result.read_syscalls)
-        record("read_syscalls", result.read_syscalls, "count", case="parse_syscalls",
-               implementation="serde_json", variant=mode,
-               params={"bytes": size, "capacity": DEFAULT_CAPACITY})
+        record(
+            "read_syscalls",
+            result.read_syscalls,
+            "count",
+            case="parse_syscalls",
+            implementation="serde_json",
+            variant=mode,
+            params={"bytes": size, "capacity": DEFAULT_CAPACITY},
+        )
     assert len(checksums) == len(geojson_files)  # different files, different checksums
 
 
 @pytest.mark.parametrize("mode", READ_MODES)
 def test_parse_time(benchmark, mode, geojson_files, bench_size, rounds):
     path = geojson_files[bench_size]
-    describe_benchmark(benchmark, case="parse", implementation="serde_json", variant=mode,
-                       params={"bytes": bench_size, "capacity": DEFAULT_CAPACITY}, bytes_per_round=bench_size)
-    result = benchmark.pedantic(_native.parse_json_file, args=(path, mode, DEFAULT_CAPACITY),
-                                rounds=rounds, warmup_rounds=1 if mode != "unbuffered" else 0)
+    describe_benchmark(
+        benchmark,
+        case="parse",
+        implementation="serde_json",
+        variant=mode,
+        params={"bytes": bench_size, "capacity": DEFAULT_CAPACITY},
+        bytes_per_round=bench_size,
+    )
+    result = benchmark.pedantic(
+        _native.parse_json_file,
+        args=(path, mode, DEFAULT_CAPACITY),
+        rounds=rounds,
+        warmup_rounds=1 if mode != "unbuffered" else 0,
+    )
     assert result.bytes == bench_size
 
 
@@ -81,22 +100,32 @@ def _orjson_read_all(path: Path) -> int:
     return len(orjson.loads(path.read_bytes())["features"])
 
 
-@pytest.mark.parametrize(("implementation", "variant", "parse"),
-                         [("python-json", "buffered", _json_load), ("orjson", "read_all", _orjson_read_all)])
+@pytest.mark.parametrize(
+    ("implementation", "variant", "parse"),
+    [("python-json", "buffered", _json_load), ("orjson", "read_all", _orjson_read_all)],
+)
 def test_python_peers(benchmark, implementation, variant, parse, geojson_files, bench_size, rounds):
     """Context: what the same file costs parsed into Python objects by Python's own parsers."""
     path = geojson_files[bench_size]
-    describe_benchmark(benchmark, case="parse", implementation=implementation, variant=variant,
-                       params={"bytes": bench_size}, bytes_per_round=bench_size)
+    describe_benchmark(
+        benchmark,
+        case="parse",
+        implementation=implementation,
+        variant=variant,
+        params={"bytes": bench_size},
+        bytes_per_round=bench_size,
+    )
     features = benchmark.pedantic(parse, args=(path,), rounds=rounds, warmup_rounds=1)
     assert features == _native.parse_json_file(path, "read_all").features
 
 
 def test_capacity_sweep(geojson_files, bench_size, profile, record):
     """Syscalls ∝ bytes / capacity; time follows until the buffer outgrows the syscall cost."""
-    capacities = profile.pick(smoke=[64, 1024, 8192, 65536],
-                              quick=[64, 256, 1024, 4096, 8192, 16384, 65536, 262144, 1 << 20],
-                              full=[2 ** k for k in range(6, 21)])
+    capacities = profile.pick(
+        smoke=[64, 1024, 8192, 65536],
+        quick=[64, 256, 1024, 4096, 8192, 16384, 65536, 262144, 1 << 20],
+        full=[2**k for k in range(6, 21)],
+    )
     repeats = profile.pick(smoke=2, quick=5, full=9)
     path = geojson_files[bench_size]
     for repeat in range(repeats):
@@ -104,8 +133,13 @@ def test_capacity_sweep(geojson_files, bench_size, profile, record):
             result = _native.parse_json_file(path, "buffered", capacity)
             assert math.ceil(bench_size / capacity) <= result.read_syscalls <= math.ceil(bench_size / capacity) + 2
             params = {"bytes": bench_size, "capacity": capacity}
-            common = {"case": "capacity_sweep", "implementation": "serde_json", "variant": "buffered",
-                      "params": params, "repeat": repeat}
+            common = {
+                "case": "capacity_sweep",
+                "implementation": "serde_json",
+                "variant": "buffered",
+                "params": params,
+                "repeat": repeat,
+            }
             record("read_syscalls", result.read_syscalls, "count", **common)
             record("seconds", result.elapsed_ns / 1e9, "s", **common)
 
@@ -117,8 +151,13 @@ def test_size_sweep(geojson_files, profile, record):
         for size, path in geojson_files.items():
             for mode in READ_MODES:
                 result = _native.parse_json_file(path, mode, DEFAULT_CAPACITY)
-                common = {"case": "size_sweep", "implementation": "serde_json", "variant": mode,
-                          "params": {"bytes": size, "capacity": DEFAULT_CAPACITY}, "repeat": repeat}
+                common = {
+                    "case": "size_sweep",
+                    "implementation": "serde_json",
+                    "variant": mode,
+                    "params": {"bytes": size, "capacity": DEFAULT_CAPACITY},
+                    "repeat": repeat,
+                }
                 record("seconds", result.elapsed_ns / 1e9, "s", **common)
                 record("read_syscalls", result.read_syscalls, "count", **common)
                 record("bytes", result.bytes, "bytes", **common)
@@ -132,19 +171,33 @@ def test_write_syscalls(mode, tmp_path, record):
         per_flush = DEFAULT_CAPACITY // line_len
         expected = lines if mode == "unbuffered" else math.ceil(lines / per_flush)
         assert result.write_syscalls == expected
-        record("write_syscalls", result.write_syscalls, "count", case="write_syscalls",
-               implementation="std::io", variant=mode,
-               params={"lines": lines, "line_len": line_len, "capacity": DEFAULT_CAPACITY})
+        record(
+            "write_syscalls",
+            result.write_syscalls,
+            "count",
+            case="write_syscalls",
+            implementation="std::io",
+            variant=mode,
+            params={"lines": lines, "line_len": line_len, "capacity": DEFAULT_CAPACITY},
+        )
 
 
 @pytest.mark.parametrize("mode", ["unbuffered", "buffered"])
 def test_write_time(benchmark, mode, tmp_path, profile, rounds):
     lines = profile.pick(smoke=2_000, quick=50_000, full=200_000)
     line_len = 100
-    describe_benchmark(benchmark, case="write", implementation="std::io", variant=mode,
-                       params={"lines": lines, "line_len": line_len, "capacity": DEFAULT_CAPACITY},
-                       bytes_per_round=lines * line_len)
-    result = benchmark.pedantic(_native.write_lines,
-                                args=(tmp_path / "out.txt", lines, line_len, mode, DEFAULT_CAPACITY),
-                                rounds=rounds, warmup_rounds=1)
+    describe_benchmark(
+        benchmark,
+        case="write",
+        implementation="std::io",
+        variant=mode,
+        params={"lines": lines, "line_len": line_len, "capacity": DEFAULT_CAPACITY},
+        bytes_per_round=lines * line_len,
+    )
+    result = benchmark.pedantic(
+        _native.write_lines,
+        args=(tmp_path / "out.txt", lines, line_len, mode, DEFAULT_CAPACITY),
+        rounds=rounds,
+        warmup_rounds=1,
+    )
     assert result.bytes == lines * line_len

@@ -15,12 +15,12 @@ import time
 import psutil
 import pytest
 
-from polyperf.apps import APPS
 from polyperf.build import build
+from polyperf.build.registry import APPS
 from polyperf.errors import ServerFailed
-from polyperf.postgres import ThrowawayPostgres
-from polyperf.server import Server
-from polyperf.verify import verify
+from polyperf.serve.postgres import ThrowawayPostgres
+from polyperf.serve.server import Server
+from polyperf.serve.verify import verify
 
 DEVICE_APPS = [name for name, app in APPS.items() if app.uses_database]
 
@@ -121,8 +121,11 @@ def test_pipelined_and_split_requests(name, built, tmp_path):
 @pytest.mark.parametrize("name", list(APPS))
 def test_garbage_gets_400_and_server_survives(name, built, tmp_path):
     with Server(name, log_dir=tmp_path) as server:
-        for junk in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nBad Header Line\r\n\r\n",
-                     b"POST /api/devices HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n"):
+        for junk in (
+            b"GARBAGE\r\n\r\n",
+            b"GET / HTTP/1.1\r\nBad Header Line\r\n\r\n",
+            b"POST /api/devices HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n",
+        ):
             with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
                 conn.sendall(junk)
                 reply = conn.recv(200)
@@ -143,7 +146,7 @@ def test_dead_server_is_reported_with_exit_code_and_log(built, tmp_path):
 _HARNESS = """
 import sys, time
 from pathlib import Path
-from polyperf.server import Server
+from polyperf.serve.server import Server
 s = Server("hyper_hello", log_dir=Path(sys.argv[1])).start()
 print(s.pid, flush=True)
 time.sleep(120)
@@ -164,8 +167,11 @@ def test_no_orphan_when_the_harness_is_killed(sig, built, tmp_path):
 
 
 def test_serve_command_stops_its_app_on_sigterm(built, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "polyperf", "serve", "hyper_hello", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "polyperf", "serve", "hyper_hello", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert "serving at http://127.0.0.1:" in line

@@ -85,9 +85,11 @@ scalars = st.one_of(
     st.builds(Binary, st.binary(max_size=40), st.integers(1, 255)),
     st.binary(min_size=12, max_size=12).map(ObjectId),
     millis.map(lambda ms: datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)),
-    st.builds(Regex, st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
-                             max_size=10),
-              st.sampled_from([0, 2, 8, 16, 32, 64, 2 | 8 | 64])),
+    st.builds(
+        Regex,
+        st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=10),
+        st.sampled_from([0, 2, 8, 16, 32, 64, 2 | 8 | 64]),
+    ),
     st.builds(Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
     st.binary(min_size=16, max_size=16).map(Decimal128.from_bid),
     st.builds(Code, texts),
@@ -139,7 +141,7 @@ def test_mutated_bytes_behave_like_pymongo(doc, data):
         elif op == "insert":
             raw[at:at] = data.draw(st.binary(min_size=1, max_size=4))
         elif op == "delete" and raw:
-            del raw[at:at + data.draw(st.integers(1, 4))]
+            del raw[at : at + data.draw(st.integers(1, 4))]
         elif op == "truncate":
             del raw[at:]
     check_like_pymongo(bytes(raw))
@@ -161,15 +163,29 @@ def test_generated_datasets_decode_like_pymongo(dataset):
 
 def test_every_type_has_pymongos_class():
     (doc,) = _native.bson_decode_all(_native.bson_documents(1, "types"))
-    expected = {"double": float, "string": str, "document": dict, "array": list, "binary": bytes,
-                "uuid": Binary, "objectId": ObjectId, "bool": bool, "datetime": datetime.datetime,
-                "null": type(None), "regex": Regex, "int32": int, "timestamp": Timestamp, "int64": Int64,
-                "decimal128": Decimal128}
+    expected = {
+        "double": float,
+        "string": str,
+        "document": dict,
+        "array": list,
+        "binary": bytes,
+        "uuid": Binary,
+        "objectId": ObjectId,
+        "bool": bool,
+        "datetime": datetime.datetime,
+        "null": type(None),
+        "regex": Regex,
+        "int32": int,
+        "timestamp": Timestamp,
+        "int64": Int64,
+        "decimal128": Decimal128,
+    }
     assert {k: type(doc[k]) for k in expected} == expected
     assert doc["datetime"].tzinfo is None  # pymongo's default CodecOptions: tz_aware=False, naive UTC
 
 
 # --- hand-made bytes ------------------------------------------------------------------------------
+
 
 def doc_bytes(body: bytes) -> bytes:
     """A document around `body` (the elements), with a correct length prefix and terminator."""
@@ -189,21 +205,28 @@ LEGACY = {
     "symbol": doc_bytes(element(0x0E, b"s", bson_string(b"sym"))),
     "dbpointer": doc_bytes(element(0x0C, b"p", bson_string(b"db.coll") + bytes(range(12)))),
     "code": doc_bytes(element(0x0D, b"c", bson_string(b"function(){}"))),
-    "code_w_scope": doc_bytes(element(0x0F, b"c", struct.pack("<i", 4 + 4 + 2 + 12) + bson_string(b"x")
-                                      + doc_bytes(element(0x10, b"a", b"\x01\x00\x00\x00")))),
+    "code_w_scope": doc_bytes(
+        element(
+            0x0F,
+            b"c",
+            struct.pack("<i", 4 + 4 + 2 + 12) + bson_string(b"x") + doc_bytes(element(0x10, b"a", b"\x01\x00\x00\x00")),
+        )
+    ),
     "binary_old": doc_bytes(element(0x05, b"b", struct.pack("<i", 7) + b"\x02" + struct.pack("<i", 3) + b"abc")),
     "empty_string_key": doc_bytes(element(0x10, b"", b"\x07\x00\x00\x00")),
     "embedded_nul_in_string": doc_bytes(element(0x02, b"s", bson_string(b"a\x00b"))),
-    "array_with_odd_keys": doc_bytes(element(0x04, b"a", doc_bytes(element(0x10, b"x\xff", b"\x01\0\0\0")
-                                                                  + element(0x10, b"9", b"\x02\0\0\0")))),
+    "array_with_odd_keys": doc_bytes(
+        element(0x04, b"a", doc_bytes(element(0x10, b"x\xff", b"\x01\0\0\0") + element(0x10, b"9", b"\x02\0\0\0")))
+    ),
     "regex_unknown_flags": doc_bytes(element(0x0B, b"r", b"a.c\x00zimq\x00")),
     "dbref_with_db": bson.encode({"r": {"$ref": "c", "$id": 1, "$db": "d", "extra": True}}),
     "dbref_non_string_ref": bson.encode({"r": {"$ref": 5, "$id": 1}}),
     "dbref_null_db": bson.encode({"r": {"$ref": "c", "$id": 1, "$db": None}}),
     "dbref_in_array": bson.encode({"r": [{"$id": 2, "$ref": "c"}]}),
     "top_level_dbref_stays_dict": bson.encode({"$ref": "c", "$id": 1}),
-    "duplicate_keys": doc_bytes(element(0x10, b"k", b"\x01\0\0\0") + element(0x10, b"j", b"\x02\0\0\0")
-                                + element(0x10, b"k", b"\x03\0\0\0")),
+    "duplicate_keys": doc_bytes(
+        element(0x10, b"k", b"\x01\0\0\0") + element(0x10, b"j", b"\x02\0\0\0") + element(0x10, b"k", b"\x03\0\0\0")
+    ),
     "datetime_min": doc_bytes(element(0x09, b"d", struct.pack("<q", -62_135_596_800_000))),
     "datetime_max": doc_bytes(element(0x09, b"d", struct.pack("<q", 253_402_300_799_999))),
     "datetime_negative_millis": doc_bytes(element(0x09, b"d", struct.pack("<q", -1))),
@@ -258,18 +281,22 @@ MALFORMED = {
     "subdocument_too_long": doc_bytes(element(0x03, b"d", struct.pack("<i", 50) + b"\x00")),
     "subdocument_too_short": doc_bytes(element(0x03, b"d", struct.pack("<i", 4) + b"\x00\x00\x00\x00\x00")),
     "subdocument_missing_terminator": doc_bytes(element(0x03, b"d", struct.pack("<i", 5) + b"\x01")),
-    "array_element_overruns": doc_bytes(element(0x04, b"a", struct.pack("<i", 10) + element(0x10, b"0", b"\x01\0\0\0")
-                                                + b"\x00")),
+    "array_element_overruns": doc_bytes(
+        element(0x04, b"a", struct.pack("<i", 10) + element(0x10, b"0", b"\x01\0\0\0") + b"\x00")
+    ),
     "binary_too_long": doc_bytes(element(0x05, b"b", struct.pack("<i", 99) + b"\x00abc")),
     "binary_negative_length": doc_bytes(element(0x05, b"b", struct.pack("<i", -1) + b"\x00abc")),
-    "binary_old_inner_mismatch": doc_bytes(element(0x05, b"b", struct.pack("<i", 7) + b"\x02"
-                                                   + struct.pack("<i", 4) + b"abc")),
+    "binary_old_inner_mismatch": doc_bytes(
+        element(0x05, b"b", struct.pack("<i", 7) + b"\x02" + struct.pack("<i", 4) + b"abc")
+    ),
     "objectid_truncated": doc_bytes(element(0x07, b"o", b"\x01" * 11)),
     "regex_unterminated": doc_bytes(element(0x0B, b"r", b"abc")),
-    "code_w_scope_length_mismatch": doc_bytes(element(0x0F, b"c", struct.pack("<i", 99) + bson_string(b"x")
-                                                      + doc_bytes(b""))),
-    "code_w_scope_scope_too_short": doc_bytes(element(0x0F, b"c", struct.pack("<i", 4 + 6 + 4)
-                                                      + bson_string(b"x") + struct.pack("<i", 4))),
+    "code_w_scope_length_mismatch": doc_bytes(
+        element(0x0F, b"c", struct.pack("<i", 99) + bson_string(b"x") + doc_bytes(b""))
+    ),
+    "code_w_scope_scope_too_short": doc_bytes(
+        element(0x0F, b"c", struct.pack("<i", 4 + 6 + 4) + bson_string(b"x") + struct.pack("<i", 4))
+    ),
     "dbpointer_truncated": doc_bytes(element(0x0C, b"p", bson_string(b"c") + b"\x01" * 5)),
     "nested_too_deep": _nested(100_000),
     "arrays_nested_too_deep": _nested(100_000, tag=0x04),
@@ -370,8 +397,12 @@ def test_threads_decoding_at_once_agree():
     then held by one call and the others use private ones: every result stays right."""
     import sys
 
-    doc = {"code": Code("f()", {"k": 1}), "ref": DBRef("c", 1, "d", extra=2), "n": list(range(50)),
-           **{f"name_{i}": i for i in range(300)}}
+    doc = {
+        "code": Code("f()", {"k": 1}),
+        "ref": DBRef("c", 1, "d", extra=2),
+        "n": list(range(50)),
+        **{f"name_{i}": i for i in range(300)},
+    }
     data = bson.encode(doc) * 20
     expected = bson.decode_all(data)
     failures = []

@@ -31,8 +31,11 @@ def expected_checksum(reply: bytes) -> int:
     sep = b"\xff"
     chunks = [cursor["ns"].encode() + sep, int(cursor["id"]).to_bytes(8, "little", signed=True)]
     for doc in cursor["firstBatch"]:
-        chunks += [doc["hello"].encode() + sep, doc["anotherKey"].encode() + sep,
-                   int(doc["number"]).to_bytes(8, "little", signed=True)]
+        chunks += [
+            doc["hello"].encode() + sep,
+            doc["anotherKey"].encode() + sep,
+            int(doc["number"]).to_bytes(8, "little", signed=True),
+        ]
     return fnv1a(chunks)
 
 
@@ -53,8 +56,7 @@ def test_paths_agree_on_every_dataset(dataset, n):
 
 def test_article_reply_is_what_pymongo_encodes():
     """The generated reply is byte-for-byte pymongo's encoding of the same values."""
-    expected = bson.encode({"cursor": {"id": Int64(0), "ns": "db.coll", "firstBatch": [ARTICLE_DOC] * 100},
-                            "ok": 1.0})
+    expected = bson.encode({"cursor": {"id": Int64(0), "ns": "db.coll", "firstBatch": [ARTICLE_DOC] * 100}, "ok": 1.0})
     assert _native.bson_reply(100) == expected
     assert _native.bson_documents(3) == bson.encode(ARTICLE_DOC) * 3
 
@@ -63,8 +65,13 @@ def test_article_reply_is_what_pymongo_encodes():
 def test_pymongo_encoded_replies_of_the_same_shape(path):
     """Other field orders, int32 ids, int64 numbers, an int ok and unknown fields are all accepted."""
     docs = [{"number": Int64(i), "extra": [1, {"x": None}], "anotherKey": "v", "hello": f"w{i}"} for i in range(50)]
-    reply = bson.encode({"ok": 1, "extraTop": "x",
-                         "cursor": {"firstBatch": docs, "ns": "test.items", "id": 7, "postBatchResumeToken": {}}})
+    reply = bson.encode(
+        {
+            "ok": 1,
+            "extraTop": "x",
+            "cursor": {"firstBatch": docs, "ns": "test.items", "id": 7, "postBatchResumeToken": {}},
+        }
+    )
     result = _native.deserialize_reply(reply, path)
     assert (result.documents, result.checksum) == (50, expected_checksum(reply))
     same = pymongo_reply([ARTICLE_DOC] * 10)

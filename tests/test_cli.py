@@ -25,8 +25,9 @@ def test_help_explains_every_command(capsys):
 
 
 def test_python_dash_m_works():
-    done = subprocess.run([sys.executable, "-m", "polyperf", "list"], capture_output=True, text=True,
-                          cwd=ROOT, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "polyperf", "list"], capture_output=True, text=True, cwd=ROOT, check=True, timeout=60
+    )
     assert "io_buffering" in done.stdout
 
 
@@ -46,8 +47,39 @@ def test_smoke_run_end_to_end(tmp_path):
     table = polyperf.load_run(tmp_path)
     assert set(table["variant"]) >= {"unbuffered", "buffered", "read_all"}
     assert set(table["metric"]) >= {"read_syscalls", "write_syscalls", "seconds", "bytes"}
+    assert set(table["unit"]) <= {"s", "bytes", "count", "1/s", "bytes/s", "ratio"}
     env = json.loads((run_dir / "env.json").read_text())
     assert env["profile"] == "smoke" and env["cpu_count"] >= 1
     assert len(list((run_dir / "report").glob("*.png"))) >= 4
     summary = (run_dir / "summary.md").read_text()
     assert "io.unbuffered_read_syscalls" in summary and "reproduced" in summary
+
+
+NEW_SUITE = '''
+import pytest
+
+
+@pytest.mark.parametrize("n", [100, 2000])
+def test_sort(benchmark, record, n):
+    result = benchmark(sorted, list(range(n, 0, -1)))
+    record("items", len(result), "count", case="sort_size", implementation="sorted", params={"n": n})
+'''
+
+
+def test_a_new_suite_file_gets_rows_a_figure_and_a_table(tmp_path):
+    """One file using only pytest-benchmark's `benchmark` and `record`, no report code: it runs and reports."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "conftest.py").write_text((ROOT / "suites" / "conftest.py").read_text())
+    (suites / "test_toy_sort.py").write_text(NEW_SUITE)
+    outcome = polyperf.run(["toy_sort"], profile="smoke", out=tmp_path / "reports", suites_dir=suites, quiet=True)
+    assert outcome.ok, (outcome.run_dir / "logs" / "pytest.log").read_text()[-3000:]
+    table = polyperf.load_run(outcome.run_dir)
+    seconds = table[table["metric"] == "seconds"]
+    assert set(seconds["implementation"]) == {"100", "2000"} and set(seconds["case"]) == {"sort"}
+    assert set(seconds["params"].map(lambda p: p["n"])) == {100, 2000}
+    assert set(table["unit"]) <= {"s", "bytes", "count", "1/s", "bytes/s", "ratio"}
+    page = outcome.report.read_text()
+    assert "<h2 id='toy_sort'>toy_sort</h2>" in page
+    assert (outcome.run_dir / "report" / "toy_sort__sort__seconds.png").exists()
+    assert "report/toy_sort__sort__seconds.png" in page and "sorted" in page

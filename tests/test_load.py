@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from polyperf.build import build
+from polyperf.common.cpus import split_cpus
 from polyperf.errors import ServerFailed
 from polyperf.load import (
     Bounds,
@@ -29,12 +30,15 @@ from polyperf.load import (
     run_oha,
     run_wrk,
 )
-from polyperf.load.bench import Campaign, Fleet, Target, measurement_rows, split_cpus
 from polyperf.load.common import LoadResult
 from polyperf.load.native_driver import oha_counts, wrk_counts
-from polyperf.metrics import Sample, is_client_bound, measure, window_usage
-from polyperf.results import Row, RowWriter, load_run
-from polyperf.server import Server
+from polyperf.measure.sampler import Sample, is_client_bound, measure, window_usage
+from polyperf.record import Recorder
+from polyperf.record.load_env import LoadEnv
+from polyperf.record.rows import measurement_rows
+from polyperf.record.run_dir import RowWriter, load_run
+from polyperf.serve.fleet import Fleet, Target
+from polyperf.serve.server import Server
 
 SERVER_CPUS, CLIENT_CPUS = split_cpus()
 NO_LIMIT = 10**9
@@ -48,8 +52,9 @@ def tools():
 @pytest.fixture(scope="module")
 def hello(tmp_path_factory, tools):
     build("hyper_hello")
-    with Server("hyper_hello", log_dir=tmp_path_factory.mktemp("hello"), cpus=SERVER_CPUS,
-                workers=len(SERVER_CPUS)) as server:
+    with Server(
+        "hyper_hello", log_dir=tmp_path_factory.mktemp("hello"), cpus=SERVER_CPUS, workers=len(SERVER_CPUS)
+    ) as server:
         yield server
 
 
@@ -84,8 +89,14 @@ def test_native_driver_closed_model(hello, tmp_path, driver):
     run = {"oha": run_oha, "wrk": run_wrk}[driver]
     pids = []
     started = time.monotonic()
-    result = run(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                 connections=16, on_spawn=pids.append)
+    result = run(
+        hello.url + "/",
+        bounds=Bounds(1.5, NO_LIMIT),
+        client_cpus=CLIENT_CPUS,
+        log_dir=tmp_path,
+        connections=16,
+        on_spawn=pids.append,
+    )
     assert time.monotonic() - started < 1.5 + 5
     _assert_sane(result, 1.5)
     assert result.driver == driver and result.mode == "closed" and result.connections == 16
@@ -96,16 +107,21 @@ def test_native_driver_closed_model(hello, tmp_path, driver):
 @pytest.mark.parametrize("driver", ["oha", "wrk"])
 def test_native_driver_stops_at_request_bound(hello, tmp_path, driver):
     run = {"oha": run_oha, "wrk": run_wrk}[driver]
-    result = run(hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                 connections=8)
+    result = run(hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path, connections=8)
     assert 0 < result.requests <= 3000
     if driver == "oha":  # oha stops itself; wrk's threads stop sending but wrk still sleeps out -d
         assert result.requests == 3000 and result.duration < 2.0
 
 
 def test_oha_fixed_rate_reports_offered_and_achieved(hello, tmp_path):
-    result = run_oha(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                     connections=8, rate=500)
+    result = run_oha(
+        hello.url + "/",
+        bounds=Bounds(1.5, NO_LIMIT),
+        client_cpus=CLIENT_CPUS,
+        log_dir=tmp_path,
+        connections=8,
+        rate=500,
+    )
     _assert_sane(result, 1.5)
     assert result.mode == "fixed-rate" and result.offered_rate == 500
     assert 0.8 < result.achieved_rate_ratio <= 1.05
@@ -115,8 +131,16 @@ def test_oha_fixed_rate_reports_offered_and_achieved(hello, tmp_path):
 def test_locust_closed_model(hello, tmp_path, processes):
     pids = []
     started = time.monotonic()
-    result = run_locust(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                        users=8, spawn_rate=100, processes=processes, on_spawn=pids.append)
+    result = run_locust(
+        hello.url + "/",
+        bounds=Bounds(1.5, NO_LIMIT),
+        client_cpus=CLIENT_CPUS,
+        log_dir=tmp_path,
+        users=8,
+        spawn_rate=100,
+        processes=processes,
+        on_spawn=pids.append,
+    )
     assert time.monotonic() - started < 1.5 + 30  # locust's own start-up (gevent, workers) is bounded too
     _assert_sane(result, 1.5)
     assert result.latency_resolution == 0.001 and result.status_counts == {200: result.requests}
@@ -126,72 +150,102 @@ def test_locust_closed_model(hello, tmp_path, processes):
 
 
 def test_locust_request_bound_and_step_ramp(hello, tmp_path):
-    capped = run_locust(hello.url + "/", bounds=Bounds(10.0, 400), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                        users=4, processes=2)
+    capped = run_locust(
+        hello.url + "/", bounds=Bounds(10.0, 400), client_cpus=CLIENT_CPUS, log_dir=tmp_path, users=4, processes=2
+    )
     assert 0 < capped.requests <= 400 and capped.duration < 10.0
-    ramp = run_locust(hello.url + "/", bounds=Bounds(10.0, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                      steps=[(2, 1.0), (6, 1.0)], processes=1)
+    ramp = run_locust(
+        hello.url + "/",
+        bounds=Bounds(10.0, NO_LIMIT),
+        client_cpus=CLIENT_CPUS,
+        log_dir=tmp_path,
+        steps=[(2, 1.0), (6, 1.0)],
+        processes=1,
+    )
     assert ramp.mode == "ramp" and ramp.connections == 6
     assert 1.5 < ramp.duration < 4.0, "the ramp stops after its last stage, long before the 10 s bound"
     assert ramp.extra["peak_users"] == 6
 
 
 def test_measure_gives_server_and_client_cost(hello, tmp_path):
-    m = measure(hello.pid, lambda on_spawn: run_oha(hello.url + "/", bounds=Bounds(1.5, NO_LIMIT),
-                                                     client_cpus=CLIENT_CPUS, log_dir=tmp_path, on_spawn=on_spawn),
-                client_cpus=CLIENT_CPUS, alive=hello.check_alive)
-    assert 0.5 < m.cpu_us_per_request < 10_000
+    m = measure(
+        hello.pid,
+        lambda on_spawn: run_oha(
+            hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path, on_spawn=on_spawn
+        ),
+        client_cpus=CLIENT_CPUS,
+        alive=hello.check_alive,
+    )
+    assert 0.5e-6 < m.cpu_s_per_request < 0.01
+    assert m.requests_per_cpu_second == pytest.approx(1 / m.cpu_s_per_request)
     assert m.server.rss_peak >= m.server.rss_mean > 1_000_000 and m.server.threads_max >= 1
     assert m.client.cpu_seconds > 0 and 0 < m.client_cpu_fraction <= 1.2
     names = {metric for metric, *_ in measurement_rows(m)}
-    assert {"rps", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_p999_ms", "cpu_us_per_request",
-            "rss_peak_bytes", "rss_mean_bytes", "client_cpu_percent", "errors", "client_bound"} <= names
+    assert {
+        "rps",
+        "latency_p50_s",
+        "latency_p90_s",
+        "latency_p99_s",
+        "latency_p999_s",
+        "cpu_s_per_request",
+        "requests_per_cpu_second",
+        "rss_peak_bytes",
+        "rss_mean_bytes",
+        "client_cpu_share",
+        "errors",
+    } <= names
 
 
 def test_client_bound_when_the_client_is_starved(hello, tmp_path):
     """One locust process with many users against a fast server: locust, not the server, is the limit."""
-    m = measure(hello.pid, lambda on_spawn: run_locust(hello.url + "/", bounds=Bounds(2.0, NO_LIMIT),
-                                                        client_cpus=CLIENT_CPUS[:1], log_dir=tmp_path, users=200,
-                                                        spawn_rate=1000, processes=1, on_spawn=on_spawn),
-                client_cpus=CLIENT_CPUS[:1])
+    m = measure(
+        hello.pid,
+        lambda on_spawn: run_locust(
+            hello.url + "/",
+            bounds=Bounds(2.0, NO_LIMIT),
+            client_cpus=CLIENT_CPUS[:1],
+            log_dir=tmp_path,
+            users=200,
+            spawn_rate=1000,
+            processes=1,
+            on_spawn=on_spawn,
+        ),
+        client_cpus=CLIENT_CPUS[:1],
+    )
     assert m.client_bound, f"client used {m.client_cpu_fraction:.0%} of its core, server {m.server_cpu_fraction:.0%}"
-    impossible = measure(hello.pid, lambda on_spawn: run_oha(hello.url + "/", bounds=Bounds(1.0, NO_LIMIT),
-                                                              client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                                                              connections=4, rate=2_000_000, on_spawn=on_spawn),
-                         client_cpus=CLIENT_CPUS)
+    impossible = measure(
+        hello.pid,
+        lambda on_spawn: run_oha(
+            hello.url + "/",
+            bounds=Bounds(1.0, NO_LIMIT),
+            client_cpus=CLIENT_CPUS,
+            log_dir=tmp_path,
+            connections=4,
+            rate=2_000_000,
+            on_spawn=on_spawn,
+        ),
+        client_cpus=CLIENT_CPUS,
+    )
     assert impossible.load.achieved_rate_ratio < 0.95 and impossible.client_bound
 
 
 def test_dead_server_is_reported_and_rows_are_kept(tools, tmp_path):
     run_dir = tmp_path / "run"
     (run_dir / "logs").mkdir(parents=True)
-    writer = RowWriter(run_dir)
-
-    def record(metric, value, unit, *, case, implementation, variant, params, repeat):
-        writer.write([Row("load_test", case, implementation, variant, metric, value, unit, repeat, params)])
-
+    record = Recorder(RowWriter(run_dir), "load_test")
     target = Target("hyper_hello", "/")
     with Fleet([target], log_dir=run_dir / "logs", server_cpus=SERVER_CPUS) as fleet:
         assert not fleet.failed, fleet.failed
-        campaign = Campaign(fleet, record, client_cpus=CLIENT_CPUS, params={})
-        url = fleet.servers[target.key].url + "/"
-
-        def oha(on_spawn, alive):
-            return run_oha(url, bounds=Bounds(5.0, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                           on_spawn=on_spawn, alive=alive)
-
-        assert campaign.run(target, "oha", lambda s, a: run_oha(url, bounds=Bounds(0.5, NO_LIMIT),
-                                                                 client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                                                                 on_spawn=s, alive=a),
-                            case="before", repeat=0, params={}) is not None
+        env = LoadEnv(fleet, record, client_cpus=CLIENT_CPUS, log_dir=tmp_path)
+        assert env.oha(target, case="before", duration=0.5) is not None
         server_pid = fleet.servers[target.key].pid
         threading.Timer(0.5, os.kill, (server_pid, signal.SIGKILL)).start()
         started = time.monotonic()
-        assert campaign.run(target, "oha", oha, case="killed", repeat=0, params={}) is None
+        assert env.oha(target, case="killed", duration=5.0) is None
         assert time.monotonic() - started < 4.0, "a dead server ends the run early"
-    assert len(campaign.problems) == 1
-    assert "server died" in campaign.problems[0] and "exited with code -9" in campaign.problems[0]
-    assert "listening" in campaign.problems[0], "the server's log tail is in the report"
+    assert len(env.problems) == 1
+    assert "server died" in env.problems[0] and "exited with code -9" in env.problems[0]
+    assert "listening" in env.problems[0], "the server's log tail is in the report"
     assert target.key in fleet.failed and target.key not in fleet.servers
     kept = load_run(run_dir)
     assert set(kept["case"]) == {"before"} and "rps" in set(kept["metric"])
@@ -202,14 +256,22 @@ def test_alive_check_ends_a_driver_with_server_failed(tmp_path, tools):
     try:
         threading.Timer(0.3, os.kill, (server.pid, signal.SIGKILL)).start()
         with pytest.raises(ServerFailed, match=r"exited with code -9; log .*listening"):
-            run_locust(server.url + "/", bounds=Bounds(5.0, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path,
-                       users=2, processes=1, alive=server.check_alive)
+            run_locust(
+                server.url + "/",
+                bounds=Bounds(5.0, NO_LIMIT),
+                client_cpus=CLIENT_CPUS,
+                log_dir=tmp_path,
+                users=2,
+                processes=1,
+                alive=server.check_alive,
+            )
     finally:
         server.stop()
 
 
-@pytest.mark.parametrize("url", ["http://10.0.0.1:8080/", "http://192.168.1.10/", "http://8.8.8.8/",
-                                 "ftp://127.0.0.1/", "http:///nohost"])
+@pytest.mark.parametrize(
+    "url", ["http://10.0.0.1:8080/", "http://192.168.1.10/", "http://8.8.8.8/", "ftp://127.0.0.1/", "http:///nohost"]
+)
 def test_refuses_non_loopback_targets(url, tmp_path):
     for run in (run_oha, run_wrk, run_locust):
         with pytest.raises(TargetNotLoopback):
@@ -242,16 +304,28 @@ def test_client_bound_rule():
 
 
 def test_counts_from_driver_outputs():
-    oha = {"statusCodeDistribution": {"200": 90, "503": 5},
-           "errorDistribution": {"connection refused": 3, "aborted due to deadline": 7}}
+    oha = {
+        "statusCodeDistribution": {"200": 90, "503": 5},
+        "errorDistribution": {"connection refused": 3, "aborted due to deadline": 7},
+    }
     assert oha_counts(oha) == (98, 90, {200: 90, 503: 5}, {"connection refused": 3})
     wrk = {"requests": 100, "errors": {"connect": 2, "read": 0, "write": 0, "status": 4, "timeout": 1}}
     assert wrk_counts(wrk) == (103, 96, {"connect": 2, "status": 4, "timeout": 1})
 
 
 def test_inconsistent_result_is_rejected():
-    bad = LoadResult("oha", "closed", "http://127.0.0.1/", 0.0, 1.0, requests=10, successes=8, failures=1,
-                     latency={0.5: 0.001, 0.99: 0.002}, latency_resolution=1e-6)
+    bad = LoadResult(
+        "oha",
+        "closed",
+        "http://127.0.0.1/",
+        0.0,
+        1.0,
+        requests=10,
+        successes=8,
+        failures=1,
+        latency={0.5: 0.001, 0.99: 0.002},
+        latency_resolution=1e-6,
+    )
     with pytest.raises(LoadFailed, match="requests 10 != successes 8"):
         bad.check()
 
@@ -269,11 +343,14 @@ else:
 """
 
 
-@pytest.mark.parametrize(("driver", "sig"), [("locust", signal.SIGKILL), ("locust", signal.SIGINT),
-                                             ("oha", signal.SIGKILL), ("oha", signal.SIGTERM)])
+@pytest.mark.parametrize(
+    ("driver", "sig"),
+    [("locust", signal.SIGKILL), ("locust", signal.SIGINT), ("oha", signal.SIGKILL), ("oha", signal.SIGTERM)],
+)
 def test_no_load_generator_outlives_the_harness(hello, tmp_path, driver, sig):
-    harness = subprocess.Popen([sys.executable, "-c", _HARNESS, hello.url + "/", driver, str(tmp_path)],
-                               stdout=subprocess.PIPE, text=True)
+    harness = subprocess.Popen(
+        [sys.executable, "-c", _HARNESS, hello.url + "/", driver, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
         pids = [int(harness.stdout.readline()) for _ in range(3 if driver == "locust" else 1)]
         time.sleep(1.0)

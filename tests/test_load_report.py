@@ -1,6 +1,6 @@
 """The load suites' figures and claims, fed with synthetic rows shaped like the suites' own (no load
-generated here): every figure renders, client-bound bars are told apart, and the claims select the
-right rows and leave client-bound repeats out."""
+generated here), written as schema v1 and upgraded on the way in: every figure renders, client-bound bars are told
+apart, and the claims select the right rows and leave client-bound repeats out."""
 
 from __future__ import annotations
 
@@ -10,55 +10,150 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from polyperf.claims import evaluate, load_claims
-from polyperf.report import bson_server, http_frameworks
+from polyperf.analyse.claims import evaluate, load_claims
+from polyperf.record.schema import as_frame, upgrade
 from polyperf.report.load_figures import flagged
+from polyperf.report.suites import bson_server, http_frameworks
 
 SPLIT = {"server_cpus": "0", "client_cpus": "1", "server_workers": 1}
 
 
+V1_UNITS = {"rps": "req/s", "history_rps": "req/s", "client_bound": "flag", "cpu_us_per_request": "us"}
+
+
+def _v1_unit(metric):
+    return "ms" if metric.endswith("_ms") else "bytes" if metric.endswith("_bytes") else V1_UNITS.get(metric, "count")
+
+
 def _row(suite, case, impl, variant, metric, value, repeat, **params):
-    return {"run_id": "r", "suite": suite, "case": case, "implementation": impl, "variant": variant,
-            "metric": metric, "value": float(value), "unit": "", "repeat": repeat,
-            "params": json.dumps({**SPLIT, **params}, sort_keys=True), "schema_version": 1}
+    return {
+        "run_id": "r",
+        "suite": suite,
+        "case": case,
+        "implementation": impl,
+        "variant": variant,
+        "metric": metric,
+        "value": float(value),
+        "unit": _v1_unit(metric),
+        "repeat": repeat,
+        "params": json.dumps({**SPLIT, **params}, sort_keys=True),
+        "schema_version": 1,
+    }
 
 
 def _http_rows(gnet_bound=False):
     rows = []
-    apps = {"gnet_devices": ("oha", 100e3), "axum_devices": ("oha", 80e3), "nethttp_devices": ("oha", 60e3),
-            "hyper_hello/multi": ("oha/multi", 110e3), "hyper_hello/current": ("oha/current", 120e3)}
+    apps = {
+        "gnet_devices": ("oha", 100e3),
+        "axum_devices": ("oha", 80e3),
+        "nethttp_devices": ("oha", 60e3),
+        "hyper_hello/multi": ("oha/multi", 110e3),
+        "hyper_hello/current": ("oha/current", 120e3),
+    }
     for repeat in range(3):
         for key, (variant, rps) in apps.items():
             impl = key.split("/")[0]
             bound = gnet_bound and impl == "gnet_devices"
             for c in (16, 64):
                 common = {"connections": c, "driver": "oha", "client_bound": bound}
-                rows += [_row("http_frameworks", "ceiling", impl, variant, "rps", rps + repeat * 100, repeat, **common),
-                         _row("http_frameworks", "ceiling", impl, variant, "client_bound", float(bound), repeat,
-                              **common),
-                         _row("http_frameworks", "ceiling", impl, variant, "cpu_us_per_request", 9 + repeat, repeat,
-                              **common),
-                         _row("http_frameworks", "ceiling", impl, variant, "rss_peak_bytes",
-                              12e6 if impl == "gnet_devices" else 6e6, repeat, **common),
-                         _row("http_frameworks", "ceiling", impl, variant, "rss_mean_bytes", 5e6, repeat, **common)]
+                rows += [
+                    _row("http_frameworks", "ceiling", impl, variant, "rps", rps + repeat * 100, repeat, **common),
+                    _row("http_frameworks", "ceiling", impl, variant, "client_bound", float(bound), repeat, **common),
+                    _row(
+                        "http_frameworks", "ceiling", impl, variant, "cpu_us_per_request", 9 + repeat, repeat, **common
+                    ),
+                    _row(
+                        "http_frameworks",
+                        "ceiling",
+                        impl,
+                        variant,
+                        "rss_peak_bytes",
+                        12e6 if impl == "gnet_devices" else 6e6,
+                        repeat,
+                        **common,
+                    ),
+                    _row("http_frameworks", "ceiling", impl, variant, "rss_mean_bytes", 5e6, repeat, **common),
+                ]
             fixed = {"connections": 64, "rate": 5000, "driver": "oha", "client_bound": False}
-            for metric, value in (("latency_p50_ms", 0.2), ("latency_p90_ms", 0.5), ("latency_p99_ms", 2),
-                                  ("latency_p999_ms", 5), ("cpu_us_per_request", 40), ("rps", 5000)):
+            for metric, value in (
+                ("latency_p50_ms", 0.2),
+                ("latency_p90_ms", 0.5),
+                ("latency_p99_ms", 2),
+                ("latency_p999_ms", 5),
+                ("cpu_us_per_request", 40),
+                ("rps", 5000),
+            ):
                 rows.append(_row("http_frameworks", "fixed_rate", impl, variant, metric, value, repeat, **fixed))
             lvariant = variant.replace("oha", "locust")
-            rows.append(_row("http_frameworks", "locust", impl, lvariant, "rps", 8000, repeat, users=512,
-                             driver="locust", client_bound=True))
-            rows.append(_row("http_frameworks", "locust", impl, lvariant, "client_bound", 1.0, repeat, users=512,
-                             driver="locust", client_bound=True))
+            rows.append(
+                _row(
+                    "http_frameworks",
+                    "locust",
+                    impl,
+                    lvariant,
+                    "rps",
+                    8000,
+                    repeat,
+                    users=512,
+                    driver="locust",
+                    client_bound=True,
+                )
+            )
+            rows.append(
+                _row(
+                    "http_frameworks",
+                    "locust",
+                    impl,
+                    lvariant,
+                    "client_bound",
+                    1.0,
+                    repeat,
+                    users=512,
+                    driver="locust",
+                    client_bound=True,
+                )
+            )
             for second in range(3):
-                rows.append(_row("http_frameworks", "locust_history", impl, lvariant, "history_rps", 7000 + second,
-                                 0, second=second))
-                rows.append(_row("http_frameworks", "locust_history", impl, lvariant, "history_users", 8 * 4 ** second,
-                                 0, second=second))
+                rows.append(
+                    _row(
+                        "http_frameworks",
+                        "locust_history",
+                        impl,
+                        lvariant,
+                        "history_rps",
+                        7000 + second,
+                        0,
+                        second=second,
+                    )
+                )
+                rows.append(
+                    _row(
+                        "http_frameworks",
+                        "locust_history",
+                        impl,
+                        lvariant,
+                        "history_users",
+                        8 * 4**second,
+                        0,
+                        second=second,
+                    )
+                )
         for driver, rps in (("oha", 120e3), ("wrk", 125e3)):
-            rows.append(_row("http_frameworks", "driver_ceiling", "hyper_hello", f"{driver}/current", "rps", rps,
-                             repeat, connections=64, driver=driver, client_bound=False))
-    return pd.DataFrame(rows)
+            rows.append(
+                _row(
+                    "http_frameworks",
+                    "driver_ceiling",
+                    "hyper_hello",
+                    f"{driver}/current",
+                    "rps",
+                    rps,
+                    repeat,
+                    connections=64,
+                    driver=driver,
+                    client_bound=False,
+                )
+            )
+    return as_frame(upgrade(rows))
 
 
 def _bson_rows():
@@ -66,18 +161,50 @@ def _bson_rows():
     for repeat in range(3):
         for path, rps, cpu in (("clone", 5000, 150), ("document", 7000, 110), ("raw", 10500, 60)):
             common = {"connections": 64, "documents": 100, "driver": "oha", "client_bound": False}
-            rows += [_row("bson_server", "ceiling", "bson_server", f"oha/{path}", "rps", rps + repeat, repeat,
-                          **common),
-                     _row("bson_server", "ceiling", "bson_server", f"oha/{path}", "cpu_us_per_request", cpu, repeat,
-                          **common),
-                     _row("bson_server", "ceiling", "bson_server", f"oha/{path}", "client_bound", 0, repeat, **common),
-                     _row("bson_server", "fixed_rate", "bson_server", f"oha/{path}", "latency_p99_ms", 3, repeat,
-                          **{**common, "rate": 2500}),
-                     _row("bson_server", "locust", "bson_server", f"locust/{path}", "rps", 4000, repeat,
-                          documents=100, users=32, driver="locust", client_bound=True),
-                     _row("bson_server", "locust", "bson_server", f"locust/{path}", "client_bound", 1, repeat,
-                          documents=100, users=32, driver="locust", client_bound=True)]
-    return pd.DataFrame(rows)
+            rows += [
+                _row("bson_server", "ceiling", "bson_server", f"oha/{path}", "rps", rps + repeat, repeat, **common),
+                _row(
+                    "bson_server", "ceiling", "bson_server", f"oha/{path}", "cpu_us_per_request", cpu, repeat, **common
+                ),
+                _row("bson_server", "ceiling", "bson_server", f"oha/{path}", "client_bound", 0, repeat, **common),
+                _row(
+                    "bson_server",
+                    "fixed_rate",
+                    "bson_server",
+                    f"oha/{path}",
+                    "latency_p99_ms",
+                    3,
+                    repeat,
+                    **{**common, "rate": 2500},
+                ),
+                _row(
+                    "bson_server",
+                    "locust",
+                    "bson_server",
+                    f"locust/{path}",
+                    "rps",
+                    4000,
+                    repeat,
+                    documents=100,
+                    users=32,
+                    driver="locust",
+                    client_bound=True,
+                ),
+                _row(
+                    "bson_server",
+                    "locust",
+                    "bson_server",
+                    f"locust/{path}",
+                    "client_bound",
+                    1,
+                    repeat,
+                    documents=100,
+                    users=32,
+                    driver="locust",
+                    client_bound=True,
+                ),
+            ]
+    return as_frame(upgrade(rows))
 
 
 def test_every_load_figure_renders():
@@ -85,9 +212,18 @@ def test_every_load_figure_renders():
     names = {f.name for f in made}
     for f in made:
         plt.close(f.figure)
-    assert names == {"http_ceiling_rps", "http_latency_fixed_rate", "http_cpu_per_request", "http_rss",
-                     "http_locust_history", "http_drivers", "bson_ceiling_rps", "bson_cpu_per_request",
-                     "bson_latency_p99", "bson_locust_rps"}
+    assert names == {
+        "http_ceiling_rps",
+        "http_latency_fixed_rate",
+        "http_cpu_per_request",
+        "http_rss",
+        "http_locust_history",
+        "http_drivers",
+        "bson_ceiling_rps",
+        "bson_cpu_per_request",
+        "bson_latency_p99",
+        "bson_locust_rps",
+    }
     captions = " ".join(f.caption for f in made)
     assert "oha" in captions and "locust" in captions and "whole milliseconds" in captions
     assert "server pinned to CPU 0, load generator to CPU 1" in captions
@@ -96,7 +232,7 @@ def test_every_load_figure_renders():
 def test_client_bound_bars_are_flagged():
     table = _http_rows(gnet_bound=True)
     marks = flagged(table, "ceiling", "connections")
-    assert ("gnet_devices\noha", 64) in marks and ("axum_devices\noha", 64) not in marks
+    assert ("gnet_devices", 64) in marks and ("axum_devices", 64) not in marks
 
 
 def _verdicts(table):

@@ -49,17 +49,20 @@ def test_checksums_equal_across_modes(files):
 
 def test_checksum_reflects_content(tmp_path):
     path = tmp_path / "fc.json"
-    path.write_text('{"type":"FeatureCollection","features":['
-                    '{"type":"Feature","geometry":{"type":"Point","coordinates":[1.5,2]},"properties":{"a":1}},'
-                    '{"type":"Feature","geometry":{"type":"MultiLineString","coordinates":[[[1,1],[2,2]]]},'
-                    '"properties":null}]}')
+    path.write_text(
+        '{"type":"FeatureCollection","features":['
+        '{"type":"Feature","geometry":{"type":"Point","coordinates":[1.5,2]},"properties":{"a":1}},'
+        '{"type":"Feature","geometry":{"type":"MultiLineString","coordinates":[[[1,1],[2,2]]]},'
+        '"properties":null}]}'
+    )
     result = _native.parse_json_file(path, "buffered")
     assert (result.features, result.positions, result.coordinate_sum, result.properties) == (2, 3, 9.5, 1)
 
 
-@pytest.mark.parametrize(("lines", "line_len", "capacity"),
-                         [(3, 16, 8192), (1000, 100, 8192), (500, 1, 64), (200, 8192, 8192), (100, 9000, 8192),
-                          (1000, 33, 100)])
+@pytest.mark.parametrize(
+    ("lines", "line_len", "capacity"),
+    [(3, 16, 8192), (1000, 100, 8192), (500, 1, 64), (200, 8192, 8192), (100, 9000, 8192), (1000, 33, 100)],
+)
 def test_write_syscalls(tmp_path, lines, line_len, capacity):
     out = tmp_path / "out.txt"
     unbuffered = _native.write_lines(out, lines, line_len, "unbuffered", capacity)
@@ -78,8 +81,13 @@ def test_counts_match_strace(tmp_path, mode):
     path = write_geojson(tmp_path / "fc.json", 20_000)
     trace = tmp_path / "trace.txt"
     code = f"from polyperf import _native; print(_native.parse_json_file({str(path)!r}, {mode!r}, 1024).read_syscalls)"
-    done = subprocess.run(["strace", "-f", "-y", "-e", "trace=read", "-o", str(trace), sys.executable, "-c", code],
-                          capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        ["strace", "-f", "-y", "-e", "trace=read", "-o", str(trace), sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     on_file = [line for line in trace.read_text().splitlines() if f"<{path}>" in line and "read(" in line]
     assert int(done.stdout) == len(on_file)
 
@@ -120,17 +128,23 @@ def test_write_into_missing_directory(tmp_path):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("text", "fragment"), [
-    ('{"type":"FeatureCollection","features":[', "line 1 column"),
-    ('{"type":"FeatureCollection",\n"features":[{"type":"Feature","geometry":nul}]}', "line 2 column"),
-    ('{"type":"Feature","features":[]}', "line 1 column"),
-    ("[1, 2, 3]", "line 1 column"),
-    ('{"type":"FeatureCollection"}', "missing field `features`"),
-    ('{"type":"FeatureCollection","features":[{"type":"Feature","geometry":'
-     '{"type":"Point","coordinates":[[1,2]]}}]}', "Point coordinates"),
-    ('{"type":"FeatureCollection","features":[]} trailing', "trailing characters"),
-    ("", "EOF"),
-])
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('{"type":"FeatureCollection","features":[', "line 1 column"),
+        ('{"type":"FeatureCollection",\n"features":[{"type":"Feature","geometry":nul}]}', "line 2 column"),
+        ('{"type":"Feature","features":[]}', "line 1 column"),
+        ("[1, 2, 3]", "line 1 column"),
+        ('{"type":"FeatureCollection"}', "missing field `features`"),
+        (
+            '{"type":"FeatureCollection","features":[{"type":"Feature","geometry":'
+            '{"type":"Point","coordinates":[[1,2]]}}]}',
+            "Point coordinates",
+        ),
+        ('{"type":"FeatureCollection","features":[]} trailing', "trailing characters"),
+        ("", "EOF"),
+    ],
+)
 def test_malformed_json_names_line_and_column(tmp_path, mode, text, fragment):
     path = tmp_path / "bad.json"
     path.write_text(text)

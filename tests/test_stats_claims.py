@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
 import pytest
 
-from polyperf.claims import Claim, evaluate, load_claims
-from polyperf.stats import ratio, summarize
+from polyperf.analyse.claims import Claim, evaluate, load_claims
+from polyperf.analyse.stats import ratio, summarize
+from polyperf.record.schema import as_frame
 
 
 def test_summarize_median_and_interval():
@@ -32,15 +30,38 @@ def test_ratio_of_medians():
 
 
 def _frame(rows):
-    return pd.DataFrame([{"run_id": "r", "suite": "io", "case": "parse", "implementation": "x", "unit": "s",
-                          "repeat": i, **row, "params": json.dumps(row.get("params", {}))}
-                         for i, row in enumerate(rows)])
+    return as_frame(
+        [
+            {
+                "run_id": "r",
+                "suite": "io",
+                "case": "parse",
+                "implementation": "x",
+                "unit": "s",
+                "repeat": i,
+                **row,
+                "params": row.get("params", {}),
+            }
+            for i, row in enumerate(rows)
+        ]
+    )
 
 
 def _claim(**kw):
-    base = dict(id="c", suite="io", source="s", statement="t", published=10.0, unit="x", measure="ratio",
-                metric="seconds", select={"case": "parse"}, numerator={"variant": "slow"},
-                denominator={"variant": "fast"}, rule={"kind": "within_factor", "factor": 2.0})
+    base = dict(
+        id="c",
+        suite="io",
+        source="s",
+        statement="t",
+        published=10.0,
+        unit="x",
+        measure="ratio",
+        metric="seconds",
+        select={"case": "parse"},
+        numerator={"variant": "slow"},
+        denominator={"variant": "fast"},
+        rule={"kind": "within_factor", "factor": 2.0},
+    )
     return Claim(**{**base, **kw})
 
 
@@ -61,10 +82,17 @@ def test_straddling_interval_is_inconclusive():
 
 
 def test_value_claim_and_param_selection():
-    rows = [{"variant": "unbuffered", "metric": "read_syscalls", "value": 2009109, "params": {"bytes": 2009108}},
-            {"variant": "unbuffered", "metric": "read_syscalls", "value": 5, "params": {"bytes": 4}}]
-    claim = _claim(measure="value", metric="read_syscalls", published=2009119,
-                   select={"case": "parse", "params": {"bytes": 2009108}}, rule={"kind": "within_abs", "tolerance": 11})
+    rows = [
+        {"variant": "unbuffered", "metric": "read_syscalls", "value": 2009109, "params": {"bytes": 2009108}},
+        {"variant": "unbuffered", "metric": "read_syscalls", "value": 5, "params": {"bytes": 4}},
+    ]
+    claim = _claim(
+        measure="value",
+        metric="read_syscalls",
+        published=2009119,
+        select={"case": "parse", "params": {"bytes": 2009108}},
+        rule={"kind": "within_abs", "tolerance": 11},
+    )
     [v] = evaluate(_frame(rows), [claim])
     assert (v.verdict, v.measured.median) == ("reproduced", 2009109)
 

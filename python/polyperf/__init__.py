@@ -3,8 +3,8 @@
 The programmatic API the CLI, the pytest suites, the nox sessions and notebooks share.
 """
 
-from polyperf.results import load_run
+from polyperf.record.run_dir import load_env, load_run
 from polyperf.runner import run
 
-__all__ = ["load_run", "run"]
-__version__ = "0.1.0"
+__all__ = ["load_env", "load_run", "run"]
+__version__ = "0.2.0"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from polyperf.profiles import PROFILES
+from polyperf.common.profiles import PROFILES
 
 DESCRIPTION = """\
 polyperf re-measures published performance claims (buffered vs unbuffered I/O, BSON
@@ -24,20 +25,34 @@ typical use:
 def _cmd_run(args: argparse.Namespace) -> int:
     from polyperf.runner import run
 
-    outcome = run(args.suites, profile=args.profile, out=args.out, suites_dir=args.suites_dir,
-                  pytest_args=args.pytest_args or (), report=not args.no_report)
+    outcome = run(
+        args.suites,
+        profile=args.profile,
+        out=args.out,
+        suites_dir=args.suites_dir,
+        pytest_args=args.pytest_args or (),
+        report=not args.no_report,
+    )
     print(f"\nrun directory: {outcome.run_dir}")
     if outcome.report:
         print(f"report:        {outcome.report}")
+    if outcome.interrupted:
+        print(
+            f"polyperf: interrupted by {outcome.interrupted}; the rows measured so far are kept in {outcome.run_dir}",
+            file=sys.stderr,
+        )
+        return 128 + signal.Signals[outcome.interrupted].value
     if not outcome.ok:
-        print(f"pytest exited with {outcome.pytest_exit_code}: see {outcome.run_dir / 'logs' / 'pytest.log'}",
-              file=sys.stderr)
+        print(
+            f"pytest exited with {outcome.pytest_exit_code}: see {outcome.run_dir / 'logs' / 'pytest.log'}",
+            file=sys.stderr,
+        )
     return outcome.pytest_exit_code
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from polyperf.record.run_dir import finalize_run, resolve_run
     from polyperf.report import write_report
-    from polyperf.results import finalize_run, resolve_run
 
     run_dir = resolve_run(args.run)
     finalize_run(run_dir)  # a run cut short by a crash gets its parquet/CSV here
@@ -46,7 +61,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from polyperf.apps import APPS
+    from polyperf.build.registry import APPS
     from polyperf.runner import available_suites, find_suites_dir
 
     folder = find_suites_dir() if args.suites_dir is None else args.suites_dir
@@ -62,19 +77,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from polyperf.apps import APPS
-    from polyperf.build import build, build_rows
-    from polyperf.envinfo import write_env
-    from polyperf.results import RowWriter, finalize_run, new_run_dir, point_latest
+    from polyperf.build import APPS, build
+    from polyperf.record import Recorder, finalize_run, new_run_dir, point_latest
+    from polyperf.record.env import write_env
+    from polyperf.record.rows import build_rows
+    from polyperf.record.run_dir import RowWriter
 
     specs = args.apps or list(APPS)
     run_dir = new_run_dir(Path(args.out))
     write_env(run_dir, command="build", apps=specs)
-    writer = RowWriter(run_dir)
+    record = Recorder(RowWriter(run_dir), "build")
     for spec in specs:
         print(f"building {spec} ...", flush=True)
         result = build(spec, force=args.force, log_dir=run_dir / "logs")
-        writer.write(build_rows(result))
+        record.many(build_rows(result), case="build", implementation=result.app, variant=result.variant)
         state = "cached" if result.cached else "built"
         print(f"  {state}: {result.binary} ({result.binary_bytes:,} bytes, {result.seconds:.1f} s)")
     finalize_run(run_dir)
@@ -87,12 +103,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import time
 
     from polyperf.build import build
-    from polyperf.server import Server, parse_cpus
+    from polyperf.common.cpus import parse_cpus
+    from polyperf.serve.server import Server
 
     build(args.app)
     log_dir = Path(args.out) / "serve-logs"
-    with Server(args.app, log_dir=log_dir, port=args.port, host=args.host, cpus=parse_cpus(args.server_cpus),
-                workers=args.workers, database_url=args.database_url, args=args.app_args or ()) as server:
+    with Server(
+        args.app,
+        log_dir=log_dir,
+        port=args.port,
+        host=args.host,
+        cpus=parse_cpus(args.server_cpus),
+        workers=args.workers,
+        database_url=args.database_url,
+        args=args.app_args or (),
+    ) as server:
         print(f"{server.name} serving at {server.url}  (log: {server.log_path}; Ctrl-C stops it)", flush=True)
         while True:
             time.sleep(0.5)
@@ -103,11 +128,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     import contextlib
     import tempfile
 
-    from polyperf.apps import APPS, get_app
     from polyperf.build import build
-    from polyperf.postgres import ThrowawayPostgres
-    from polyperf.server import Server
-    from polyperf.verify import verify
+    from polyperf.build.registry import APPS, get_app
+    from polyperf.serve.postgres import ThrowawayPostgres
+    from polyperf.serve.server import Server
+    from polyperf.serve.verify import verify
 
     specs = args.apps or list(APPS)
     failures = 0
@@ -132,46 +157,77 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polyperf", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="polyperf", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("run", help="run suites (all by default), write the run directory and the report",
-                       description="Run suites through pytest into OUT/runs/<run-id>/, point OUT/latest at "
-                                   "it, write report.html and summary.md, print their paths.")
-    p.add_argument("suites", nargs="*", metavar="SUITE",
-                   help="suite names, the module name without test_ (e.g. io_buffering); default: all")
-    p.add_argument("--profile", choices=PROFILES, default="quick",
-                   help="smoke: seconds (CI); quick: a few minutes (default); full: article sizes and beyond")
+    p = sub.add_parser(
+        "run",
+        help="run suites (all by default), write the run directory and the report",
+        description="Run suites through pytest into OUT/runs/<run-id>/, point OUT/latest at "
+        "it, write report.html and summary.md, print their paths.",
+    )
+    p.add_argument(
+        "suites",
+        nargs="*",
+        metavar="SUITE",
+        help="suite names, the module name without test_ (e.g. io_buffering); default: all",
+    )
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="quick",
+        help="smoke: seconds (CI); quick: a few minutes (default); full: article sizes and beyond",
+    )
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
     p.add_argument("--no-report", action="store_true", help="skip writing the report")
-    p.add_argument("--pytest-args", nargs=argparse.REMAINDER,
-                   help="everything after this is passed to pytest (e.g. -k unbuffered -x)")
+    p.add_argument(
+        "--pytest-args",
+        nargs=argparse.REMAINDER,
+        help="everything after this is passed to pytest (e.g. -k unbuffered -x)",
+    )
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("report", help="(re)write report.html and summary.md for a run",
-                       description="Render a run directory's figures, claims table and summaries.")
-    p.add_argument("run", nargs="?", default="reports/latest",
-                   help="run directory, or an output dir meaning its latest run (default: reports/latest)")
+    p = sub.add_parser(
+        "report",
+        help="(re)write report.html and summary.md for a run",
+        description="Render a run directory's figures, claims table and summaries.",
+    )
+    p.add_argument(
+        "run",
+        nargs="?",
+        default="reports/latest",
+        help="run directory, or an output dir meaning its latest run (default: reports/latest)",
+    )
     p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("list", help="list the suites and the apps with their variants",
-                       description="List the suites and the app registry (language, variants, endpoints).")
+    p = sub.add_parser(
+        "list",
+        help="list the suites and the apps with their variants",
+        description="List the suites and the app registry (language, variants, endpoints).",
+    )
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
     p.set_defaults(func=_cmd_list)
 
-    p = sub.add_parser("build", help="build apps (release by default); record build time and binary size",
-                       description="Build APP[:VARIANT] with cargo or go (cached by source state) and record "
-                                   "build_seconds and binary_bytes into a new run directory.")
+    p = sub.add_parser(
+        "build",
+        help="build apps (release by default); record build time and binary size",
+        description="Build APP[:VARIANT] with cargo or go (cached by source state) and record "
+        "build_seconds and binary_bytes into a new run directory.",
+    )
     p.add_argument("apps", nargs="*", metavar="APP[:VARIANT]", help="default: every app, default variant")
     p.add_argument("--force", action="store_true", help="rebuild even if the binary is up to date")
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.set_defaults(func=_cmd_build)
 
-    p = sub.add_parser("serve", help="build and run one app in the foreground for manual poking",
-                       description="Build if needed, start APP[:VARIANT] on 127.0.0.1, print its URL. "
-                                   "Ctrl-C or SIGTERM stops it and everything it started.")
+    p = sub.add_parser(
+        "serve",
+        help="build and run one app in the foreground for manual poking",
+        description="Build if needed, start APP[:VARIANT] on 127.0.0.1, print its URL. "
+        "Ctrl-C or SIGTERM stops it and everything it started.",
+    )
     p.add_argument("app", metavar="APP[:VARIANT]")
     p.add_argument("--port", type=int, default=None, help="default: a free port")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
@@ -182,19 +238,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--app-args", nargs=argparse.REMAINDER, help="extra arguments passed to the app")
     p.set_defaults(func=_cmd_serve)
 
-    p = sub.add_parser("verify", help="build, start and check every endpoint of apps (status, headers, bodies, 4xx)",
-                       description="HTTP conformance checks run before any load; exit code 1 if an app fails.")
+    p = sub.add_parser(
+        "verify",
+        help="build, start and check every endpoint of apps (status, headers, bodies, 4xx)",
+        description="HTTP conformance checks run before any load; exit code 1 if an app fails.",
+    )
     p.add_argument("apps", nargs="*", metavar="APP[:VARIANT]", help="default: every app")
-    p.add_argument("--with-postgres", action="store_true",
-                   help="start a throwaway PostgreSQL so POST /api/devices is checked end to end")
+    p.add_argument(
+        "--with-postgres",
+        action="store_true",
+        help="start a throwaway PostgreSQL so POST /api/devices is checked end to end",
+    )
     p.add_argument("--database-url", default=None, help="use this PostgreSQL instead of a throwaway one")
     p.set_defaults(func=_cmd_verify)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from polyperf.common.procs import install_signal_handlers
     from polyperf.errors import PolyperfError
-    from polyperf.procs import install_signal_handlers
 
     args = build_parser().parse_args(argv)
     install_signal_handlers()

@@ -1,23 +1,31 @@
 """`polyperf.run(...)`: run suites through pytest into a fresh run directory, then write the report.
 
 pytest runs in a child process so a crashing extension or a Ctrl-C cannot take the run directory
-with it: whatever rows were recorded stay in `results.jsonl` and are finalized here.
+with it: whatever rows were recorded stay in `results.jsonl` and are finalized here. SIGINT, SIGTERM and
+SIGHUP are forwarded to it; an interrupted run is marked so in `env.json` and at the top of its report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from polyperf.envinfo import write_env
-from polyperf.profiles import get_profile
-from polyperf.results import finalize_run, new_run_dir, point_latest
+from polyperf.common import procs
+from polyperf.common.profiles import get_profile
+from polyperf.record.env import write_env
+from polyperf.record.run_dir import finalize_run, new_run_dir, point_latest
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
+
+STOP_GRACE = 12.0  # seconds a signalled pytest gets to tear down its servers before it is killed
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,7 @@ class RunOutcome:
     run_dir: Path
     pytest_exit_code: int
     report: Path | None
+    interrupted: str | None = None  # the signal that stopped the run early, e.g. "SIGTERM"
 
     @property
     def ok(self) -> bool:
@@ -55,28 +64,67 @@ def _suite_files(suites: Sequence[str], suites_dir: Path) -> list[Path]:
     return [suites_dir / f"test_{s}.py" for s in (suites or known)]
 
 
-def _stream(cmd: list[str], log_path: Path, cwd: Path, quiet: bool) -> int:
-    """Runs pytest, echoing its progress and keeping a copy in the run's logs."""
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Interrupts:
+    """While installed, SIGINT, SIGTERM and SIGHUP are passed on to the pytest child (in its own process
+    group, so a terminal's Ctrl-C reaches it only this way) and remembered for the run's record."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.received: list[int] = []
+        self._first_at: float | None = None
+        self._previous: dict[int, Any] = {}
+
+    def first_at(self) -> float:
+        return self._first_at or time.monotonic()
+
+    def _forward(self, signum: int, _frame: object) -> None:
+        self.received.append(signum)
+        self._first_at = self._first_at or time.monotonic()
+        # pytest turns SIGINT and SIGTERM into an orderly stop (fixtures tear down, rows are finalized)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    def __enter__(self) -> _Interrupts:
+        for sig in _FORWARDED:
+            self._previous[sig] = signal.signal(sig, self._forward)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    @property
+    def name(self) -> str | None:
+        return signal.Signals(self.received[0]).name if self.received else None
+
+
+def _echo_new(log: Any, quiet: bool) -> None:
+    chunk = log.read()
+    if chunk and not quiet:
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+
+
+def _stream(cmd: list[str], log_path: Path, cwd: Path, quiet: bool) -> tuple[int, str | None]:
+    """Runs pytest with its output in the run's log (echoed from there: a pipe would break the child's
+    teardown if this process died). Returns (exit code, name of the signal that interrupted it, if any).
+
+    pytest runs in its own process group with a parent-death signal, so it stops even on a SIGKILL of this
+    process; signals this process receives are forwarded, and a pytest that has not stopped `STOP_GRACE`
+    seconds after one is killed (its servers and load generators die with it)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with log_path.open("w", encoding="utf-8") as log, subprocess.Popen(
-        cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    ) as proc:
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                log.flush()
-                if not quiet:
-                    sys.stdout.write(line)
-                    sys.stdout.flush()
-            return proc.wait()
-        except KeyboardInterrupt:
-            # pytest got the same SIGINT and is tearing down its servers: wait for it, bounded.
-            try:
-                return proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                return proc.wait()
+    proc = procs.spawn(cmd, log_path=log_path, cwd=cwd, env=env)
+    with log_path.open("r", encoding="utf-8", errors="replace") as log, _Interrupts(proc) as interrupts:
+        while proc.poll() is None:
+            _echo_new(log, quiet)
+            if interrupts.received and time.monotonic() - interrupts.first_at() > STOP_GRACE:
+                procs.stop(proc, grace=2.0, sig=signal.SIGKILL)
+            time.sleep(0.1)
+        _echo_new(log, quiet)
+    return proc.returncode, interrupts.name
 
 
 def run(
@@ -97,17 +145,25 @@ def run(
     write_env(run_dir, profile=profile, suites=[f.stem.removeprefix("test_") for f in files])
     point_latest(run_dir)
     cmd = [
-        sys.executable, "-m", "pytest", *map(str, files),
+        sys.executable,
+        "-m",
+        "pytest",
+        *map(str, files),
         f"--polyperf-profile={profile}",
         f"--polyperf-run-dir={run_dir}",
-        "-v", "-rA", "--color=yes",
+        "-v",
+        "-rA",
+        "--color=yes",
         *pytest_args,
     ]
-    code = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet)
+    code, interrupted = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet)
+    if interrupted:
+        write_env(run_dir, interrupted=interrupted)
     finalize_run(run_dir)
     report_path = None
-    if report:
+    # a SIGHUP means the terminal is gone: keep what was measured and leave the report to `polyperf report`
+    if report and interrupted != "SIGHUP":
         from polyperf.report import write_report
 
         report_path = write_report(run_dir)
-    return RunOutcome(run_dir, code, report_path)
+    return RunOutcome(run_dir, code, report_path, interrupted)

@@ -12,7 +12,6 @@ import itertools
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,7 +24,6 @@ __all__ = [
     "LoadResult",
     "OnSpawn",
     "TargetNotLoopback",
-    "log_tail",
     "require_loopback",
 ]
 
@@ -44,15 +42,6 @@ class TargetNotLoopback(LoadFailed, ValueError):
     """polyperf only ever loads 127.0.0.0/8 or ::1: never a machine that did not agree to be loaded."""
 
 
-def log_tail(path: Path, lines: int = 8) -> str:
-    """The last lines of a child's log, joined on one line for an error message."""
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return f"(no log at {path})"
-    return " | ".join(text[-lines:]) or f"(empty log {path})"
-
-
 def require_loopback(url: str) -> str:
     """Returns `url` if its host is a loopback address (names are resolved); raises `TargetNotLoopback`."""
     parts = urlsplit(url)
@@ -67,7 +56,8 @@ def require_loopback(url: str) -> str:
     if foreign or not addresses:
         raise TargetNotLoopback(
             f"refusing to load {url!r}: {host!r} resolves to {', '.join(foreign) or 'nothing'}, not loopback "
-            "(polyperf only loads servers it started on 127.0.0.1)")
+            "(polyperf only loads servers it started on 127.0.0.1)"
+        )
     return url
 
 

@@ -147,11 +147,15 @@ def _quit_master(runner: MasterRunner, timeout: float = 10.0) -> None:
     runner.greenlet.kill(block=True)
 
 
-def _result(env: Environment, started: float, ended: float, users: dict[int, int], peak: int,
-            workers: int) -> dict[str, Any]:
+def _result(
+    env: Environment, started: float, ended: float, users: dict[int, int], peak: int, workers: int
+) -> dict[str, Any]:
     total = env.stats.total
-    history = [[second - int(started), count, users.get(second, 0)]  # whole seconds inside the window only
-               for second, count in sorted(total.num_reqs_per_sec.items()) if started <= second and second + 1 <= ended]
+    history = [
+        [second - int(started), count, users.get(second, 0)]  # whole seconds inside the window only
+        for second, count in sorted(total.num_reqs_per_sec.items())
+        if started <= second and second + 1 <= ended
+    ]
     errors: Counter[str] = Counter()
     for err in env.stats.errors.values():
         text = err.error if isinstance(err.error, str) else str(err.error)
@@ -162,7 +166,8 @@ def _result(env: Environment, started: float, ended: float, users: dict[int, int
         "requests": total.num_requests,
         "failures": total.num_failures,
         "percentiles_ms": {str(p): total.get_response_time_percentile(p) for p in PERCENTILES}
-        if total.num_requests else {},
+        if total.num_requests
+        else {},
         "errors": dict(errors),
         "status_counts": {str(k): v for k, v in _status.items()},
         "history": history,

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from polyperf import procs
-from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, log_tail, require_loopback
-from polyperf.server import free_port
+from polyperf.common import procs
+from polyperf.common.logs import log_tail
+from polyperf.common.net import free_port
+from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
 
 __all__ = ["LOCUST_RESOLUTION", "run_locust"]
 
@@ -33,10 +34,12 @@ LOCUST_RESOLUTION = 0.001  # locust stores response times in whole ms below 100 
 STARTUP_ALLOWANCE = 45.0  # importing locust/gevent and connecting workers, on a busy 2-core box
 
 
-def _spawn(role: str, cfg_path: Path, log_dir: Path, tag: str, cpus: Sequence[int],
-           started: list, on_spawn: OnSpawn | None) -> object:
-    proc = procs.spawn([sys.executable, str(CHILD), str(cfg_path), role], log_path=log_dir / f"{tag}-{role}.log",
-                       cpus=cpus)
+def _spawn(
+    role: str, cfg_path: Path, log_dir: Path, tag: str, cpus: Sequence[int], started: list, on_spawn: OnSpawn | None
+) -> object:
+    proc = procs.spawn(
+        [sys.executable, str(CHILD), str(cfg_path), role], log_path=log_dir / f"{tag}-{role}.log", cpus=cpus
+    )
     started.append((role, proc, log_dir / f"{tag}-{role}.log"))
     if on_spawn:
         on_spawn(proc.pid)
@@ -53,8 +56,9 @@ def _wait(started: list, deadline: float, alive: Callable[[], None] | None) -> N
             alive()
         for worker_role, proc, log in started[1:]:
             if proc.poll() not in (None, 0):
-                raise LoadFailed(f"locust {worker_role} (pid {proc.pid}) exited with {proc.returncode}; "
-                                 f"log {log}: {log_tail(log)}")
+                raise LoadFailed(
+                    f"locust {worker_role} (pid {proc.pid}) exited with {proc.returncode}; log {log}: {log_tail(log)}"
+                )
         time.sleep(0.05)
     if lead.returncode != 0:
         raise LoadFailed(f"locust {role} exited with {lead.returncode}; log {lead_log}: {log_tail(lead_log)}")
@@ -118,8 +122,15 @@ def run_locust(
     return _to_result(json.loads(out.read_text()), url, steps, users, processes, client_cpus, out)
 
 
-def _to_result(data: dict, url: str, steps: Sequence[tuple[int, float]], users: int, processes: int,
-               client_cpus: Sequence[int], raw: Path) -> LoadResult:
+def _to_result(
+    data: dict,
+    url: str,
+    steps: Sequence[tuple[int, float]],
+    users: int,
+    processes: int,
+    client_cpus: Sequence[int],
+    raw: Path,
+) -> LoadResult:
     result = LoadResult(
         driver="locust",
         mode="ramp" if steps else "closed",

@@ -15,43 +15,27 @@ import json
 import math
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from polyperf import procs
-from polyperf.apps import REPO_ROOT
-from polyperf.build import require_tool
+from polyperf.common import procs
+from polyperf.common.logs import log_tail
+from polyperf.common.paths import TOOLS_DIR
+from polyperf.common.tools import cargo_install
 from polyperf.errors import ToolchainMissing
-from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, log_tail, require_loopback
+from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
 
 __all__ = ["OHA_VERSION", "ensure_oha", "ensure_wrk", "oha_counts", "run_oha", "run_wrk", "wrk_counts"]
 
 OHA_VERSION = "1.16.0"  # builds with --locked on Rust 1.95 (needs cmake and a C compiler: bundled sqlite)
-TOOLS_DIR = REPO_ROOT / ".tools"
 _OHA_KEYS = {0.5: "p50", 0.9: "p90", 0.99: "p99", 0.999: "p99.9"}
 _DEADLINE_ABORT = "aborted due to deadline"  # in flight when oha stopped: not a completed request
 
 
 def ensure_oha(*, root: Path = TOOLS_DIR, install: bool = True) -> Path:
     """`<root>/bin/oha` at OHA_VERSION, installed with `cargo install oha@VERSION --locked` if missing."""
-    binary = root / "bin" / "oha"
-    if binary.exists():
-        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=False)
-        if done.stdout.split()[-1:] == [OHA_VERSION]:
-            return binary
-    if not install:
-        raise ToolchainMissing(f"oha {OHA_VERSION} not installed in {root} (run polyperf.load.ensure_oha())")
-    require_tool("cargo")
-    cmd = ["cargo", "install", f"oha@{OHA_VERSION}", "--locked", "--root", str(root)]
-    root.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    (root / "oha-install.log").write_text(f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}")
-    if done.returncode != 0 or not binary.exists():
-        tail = " | ".join(done.stderr.strip().splitlines()[-5:])
-        raise ToolchainMissing(f"`{' '.join(cmd)}` failed (log {root / 'oha-install.log'}): {tail}")
-    return binary
+    return cargo_install("oha", OHA_VERSION, ["oha"], root=root, install=install)[0]
 
 
 def ensure_wrk() -> Path:
@@ -61,8 +45,16 @@ def ensure_wrk() -> Path:
     return Path(found)
 
 
-def _run_child(cmd: list[str], *, bounds: Bounds, cpus: Sequence[int], log_path: Path, interrupt: bool,
-               on_spawn: OnSpawn | None, alive: Callable[[], None] | None) -> tuple[float, float]:
+def _run_child(
+    cmd: list[str],
+    *,
+    bounds: Bounds,
+    cpus: Sequence[int],
+    log_path: Path,
+    interrupt: bool,
+    on_spawn: OnSpawn | None,
+    alive: Callable[[], None] | None,
+) -> tuple[float, float]:
     """Runs a load generator to completion within its bounds; returns (spawn time, end time), epoch.
 
     `interrupt`: send SIGINT once `bounds.duration` has passed (oha then reports and exits); either way
@@ -82,8 +74,10 @@ def _run_child(cmd: list[str], *, bounds: Bounds, cpus: Sequence[int], log_path:
                 proc.send_signal(signal.SIGINT)
                 interrupted = True
             if elapsed > bounds.duration + bounds.grace:
-                raise LoadFailed(f"{cmd[0]} still running {elapsed:.0f}s after start (bound {bounds.duration}s); "
-                                 f"killed. Log {log_path}: {log_tail(log_path)}")
+                raise LoadFailed(
+                    f"{cmd[0]} still running {elapsed:.0f}s after start (bound {bounds.duration}s); "
+                    f"killed. Log {log_path}: {log_tail(log_path)}"
+                )
             if alive is not None:
                 alive()
             time.sleep(0.01)
@@ -122,12 +116,33 @@ def run_oha(
     tag = f"oha-{time.time_ns()}"
     out = log_dir / f"{tag}.json"
     threads = max(1, len(client_cpus))
-    cmd = [str(oha), "-n", str(bounds.max_requests), "-c", str(connections), "--no-tui", "--output-format", "json",
-           "-o", str(out), "--worker-threads", str(threads), "-t", "10s"]
+    cmd = [
+        str(oha),
+        "-n",
+        str(bounds.max_requests),
+        "-c",
+        str(connections),
+        "--no-tui",
+        "--output-format",
+        "json",
+        "-o",
+        str(out),
+        "--worker-threads",
+        str(threads),
+        "-t",
+        "10s",
+    ]
     if rate is not None:
         cmd += ["-q", f"{rate:g}", "--latency-correction"]
-    spawned, ended = _run_child([*cmd, url], bounds=bounds, cpus=client_cpus, log_path=log_dir / f"{tag}.log",
-                                interrupt=True, on_spawn=on_spawn, alive=alive)
+    spawned, ended = _run_child(
+        [*cmd, url],
+        bounds=bounds,
+        cpus=client_cpus,
+        log_path=log_dir / f"{tag}.log",
+        interrupt=True,
+        on_spawn=on_spawn,
+        alive=alive,
+    )
     try:
         data = json.loads(out.read_text())
     except (OSError, ValueError) as exc:
@@ -135,13 +150,29 @@ def run_oha(
     requests, successes, status, errors = oha_counts(data)
     total = float(data["summary"]["total"])
     started = max(spawned, ended - total)
-    latency = {p: float(data["latencyPercentiles"][key]) for p, key in _OHA_KEYS.items()
-               if data.get("latencyPercentiles", {}).get(key) is not None}
+    latency = {
+        p: float(data["latencyPercentiles"][key])
+        for p, key in _OHA_KEYS.items()
+        if data.get("latencyPercentiles", {}).get(key) is not None
+    }
     result = LoadResult(
-        driver="oha", mode="fixed-rate" if rate else "closed", url=url, started_at=started,
-        ended_at=started + total, requests=requests, successes=successes, failures=requests - successes,
-        latency=latency, latency_resolution=1e-6, connections=connections, offered_rate=rate, errors=errors,
-        status_counts=status, client_cpus=tuple(client_cpus), extra={"raw": str(out), "threads": threads})
+        driver="oha",
+        mode="fixed-rate" if rate else "closed",
+        url=url,
+        started_at=started,
+        ended_at=started + total,
+        requests=requests,
+        successes=successes,
+        failures=requests - successes,
+        latency=latency,
+        latency_resolution=1e-6,
+        connections=connections,
+        offered_rate=rate,
+        errors=errors,
+        status_counts=status,
+        client_cpus=tuple(client_cpus),
+        extra={"raw": str(out), "threads": threads},
+    )
     result.check()
     return result
 
@@ -199,26 +230,61 @@ def run_wrk(
     out = log_dir / f"{tag}.json"
     threads = max(1, len(client_cpus))
     script = log_dir / f"{tag}.lua"
-    script.write_text(_WRK_SCRIPT.format(
-        budget=math.ceil(bounds.max_requests / threads), out=json.dumps(str(out)),
-        percentiles=", ".join(f"{p * 100:g}" for p in PERCENTILES)))
+    script.write_text(
+        _WRK_SCRIPT.format(
+            budget=math.ceil(bounds.max_requests / threads),
+            out=json.dumps(str(out)),
+            percentiles=", ".join(f"{p * 100:g}" for p in PERCENTILES),
+        )
+    )
     # wrk takes whole seconds only: round up, and interrupt it (SIGINT: it reports) at the real bound
-    cmd = [str(wrk), "-t", str(threads), "-c", str(max(connections, threads)), "-d", f"{math.ceil(bounds.duration)}s",
-           "--timeout", "10s", "-s", str(script), url]
-    _spawned, ended = _run_child(cmd, bounds=bounds, cpus=client_cpus, log_path=log_dir / f"{tag}.log",
-                                 interrupt=True, on_spawn=on_spawn, alive=alive)
+    cmd = [
+        str(wrk),
+        "-t",
+        str(threads),
+        "-c",
+        str(max(connections, threads)),
+        "-d",
+        f"{math.ceil(bounds.duration)}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(script),
+        url,
+    ]
+    _spawned, ended = _run_child(
+        cmd,
+        bounds=bounds,
+        cpus=client_cpus,
+        log_path=log_dir / f"{tag}.log",
+        interrupt=True,
+        on_spawn=on_spawn,
+        alive=alive,
+    )
     try:
         data = json.loads(out.read_text())
     except (OSError, ValueError) as exc:
-        raise LoadFailed(f"wrk wrote no readable JSON to {out}: {exc}; log {log_tail(log_dir / f'{tag}.log')}") \
-            from None
+        raise LoadFailed(
+            f"wrk wrote no readable JSON to {out}: {exc}; log {log_tail(log_dir / f'{tag}.log')}"
+        ) from None
     requests, successes, errors = wrk_counts(data)
     total = data["duration_us"] / 1e6
     latency = {p: data["latency_us"][f"{p * 100:g}"] / 1e6 for p in PERCENTILES}
     result = LoadResult(
-        driver="wrk", mode="closed", url=url, started_at=ended - total, ended_at=ended, requests=requests,
-        successes=successes, failures=requests - successes, latency=latency, latency_resolution=1e-6,
-        connections=connections, errors=errors, client_cpus=tuple(client_cpus),
-        extra={"raw": str(out), "threads": threads})
+        driver="wrk",
+        mode="closed",
+        url=url,
+        started_at=ended - total,
+        ended_at=ended,
+        requests=requests,
+        successes=successes,
+        failures=requests - successes,
+        latency=latency,
+        latency_resolution=1e-6,
+        connections=connections,
+        errors=errors,
+        client_cpus=tuple(client_cpus),
+        extra={"raw": str(out), "threads": threads},
+    )
     result.check()
     return result

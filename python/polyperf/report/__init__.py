@@ -1,7 +1,7 @@
-"""Reports: a run's tidy table → PNG figures, a claims table, `summary.md` and `report.html`.
+"""Stage "report": a run's tidy table → PNG figures, a claims table, `summary.md` and `report.html`.
 
-Each suite contributes figures through one function `figures(table) -> list[Figure]` registered in
-`registry.SUITE_FIGURES`; adding a suite's report never touches the rendering.
+Every suite gets a default section; a module `polyperf.report.suites.<suite>` with a function
+`figures(table) -> list[Figure]` replaces its default figures — found by name, nothing to register.
 """
 
 from polyperf.report.figure import Figure

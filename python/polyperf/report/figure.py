@@ -1,8 +1,7 @@
-"""The unit a suite hands to the renderer, and plotting helpers shared by the suites' figures."""
+"""The unit a suite hands to the renderer, and the one bar-with-interval helper every figure uses."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import matplotlib
@@ -10,12 +9,15 @@ import matplotlib
 matplotlib.use("Agg")  # reports render headless (CI, servers); notebooks pick their own backend
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from polyperf.stats import summarize
+from polyperf.analyse.stats import summarize
 
-__all__ = ["Figure", "bar_with_ci", "new_axes", "with_param"]
+__all__ = ["COLORS", "Figure", "bar_with_ci", "grouped_bars", "new_axes", "with_param"]
+
+COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,65 @@ def new_axes(width: float = 7.0, height: float = 4.2) -> tuple[matplotlib.figure
 
 
 def with_param(frame: pd.DataFrame, key: str) -> pd.Series:
-    """One key of the JSON `params` column as a Series (NaN where absent)."""
-    return frame["params"].map(lambda p: json.loads(p).get(key))
+    """One key of the `params` column as a Series (None where absent)."""
+    return frame["params"].map(lambda p: p.get(key))
+
+
+def _group_order(group: object) -> tuple:
+    return (group is None, group if isinstance(group, int | float) else str(group))
+
+
+def grouped_bars(
+    ax: Axes,
+    data: dict[tuple[str, object], list[float]],
+    flags: set[tuple[str, object]] = frozenset(),
+    *,
+    scale: float = 1.0,
+    group_name: str = "",
+) -> None:
+    """Median bars with 95% bootstrap intervals: one bar per (label, group), one colour per group; bars in
+    `flags` (e.g. client-bound) are hatched and labelled."""
+    labels = list(dict.fromkeys(label for label, _g in data))
+    groups = sorted({g for _l, g in data}, key=_group_order)
+    width = 0.8 / max(len(groups), 1)
+    x = np.arange(len(labels))
+    for i, group in enumerate(groups):
+        for j, label in enumerate(labels):
+            values = data.get((label, group))
+            if not values:
+                continue
+            s = summarize(values)
+            bound = (label, group) in flags
+            at = x[j] + (i - (len(groups) - 1) / 2) * width
+            ax.bar(
+                at,
+                s.median * scale,
+                width,
+                yerr=[[(s.median - s.low) * scale], [(s.high - s.median) * scale]],
+                capsize=3,
+                color=COLORS[i % len(COLORS)],
+                hatch="//" if bound else None,
+                edgecolor="black" if bound else None,
+                label=(f"{group_name}{group}" if group is not None else None) if j == 0 else None,
+            )
+            if bound:  # inside the bar's foot, clear of the error bar
+                ax.annotate(
+                    "client-bound",
+                    (at, 0),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    rotation=90,
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+                )
+    ax.set_xticks(x, labels, fontsize=8)
+    if any(g is not None for g in groups):
+        ax.legend(fontsize=8)
 
 
 def bar_with_ci(ax: Axes, groups: dict[str, list[float]], scale: float = 1.0) -> None:
-    """Median bars with 95% bootstrap CI error bars, one bar per group label."""
-    labels, medians, lows, highs = [], [], [], []
-    for label, values in groups.items():
-        s = summarize(values)
-        labels.append(label)
-        medians.append(s.median * scale)
-        lows.append((s.median - s.low) * scale)
-        highs.append((s.high - s.median) * scale)
-    ax.bar(labels, medians, yerr=[lows, highs], capsize=4, color="#4C72B0")
+    """One bar per label (no sub-groups)."""
+    grouped_bars(ax, {(label, None): values for label, values in groups.items()}, scale=scale)
     ax.tick_params(axis="x", labelrotation=20)

@@ -1,0 +1,144 @@
+"""The app registry: every server polyperf builds and measures, its language, how each variant is
+built, where the binary lands, how it is started and which verification checks apply.
+
+`polyperf list` prints it; `build`, `server` and `verify` read it. Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from polyperf.common.paths import GO_APPS, RUST_APPS
+
+__all__ = ["APPS", "App", "BuildSpec", "get_app", "parse_app_spec"]
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """How one variant is built: a cargo profile (+ features, + RUSTFLAGS) or a plain `go build`."""
+
+    cargo_profile: str | None = None
+    features: tuple[str, ...] = ()
+    rustflags: str | None = None
+    description: str = ""
+
+    @property
+    def profile_dir(self) -> str:
+        # cargo puts the built-in `dev` profile in target/debug, every other profile in target/<name>
+        return "debug" if self.cargo_profile == "dev" else str(self.cargo_profile)
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    language: str  # "rust" | "go"
+    summary: str
+    checks: str  # which verification set applies (see verify.py)
+    variants: dict[str, BuildSpec]
+    default_variant: str = "release"
+    uses_database: bool = False
+    default_args: tuple[str, ...] = ()
+    endpoints: tuple[str, ...] = ("GET /healthz",)
+
+    @property
+    def source_dir(self) -> Path:
+        return RUST_APPS / self.name if self.language == "rust" else GO_APPS / "cmd" / self.name
+
+    def binary(self, variant: str) -> Path:
+        spec = self.variants[variant]
+        if self.language == "rust":
+            return RUST_APPS / "target" / spec.profile_dir / self.name
+        return GO_APPS / "bin" / self.name
+
+
+_RUST_RELEASE = {"release": BuildSpec("release", description="cargo --release (the default profile)")}
+_GO = {"release": BuildSpec(description="go build (Go has no separate release mode)")}
+_DEVICES_ENDPOINTS = ("GET /healthz", "GET /api/devices", "POST /api/devices")
+
+APPS: dict[str, App] = {
+    app.name: app
+    for app in [
+        App(
+            "axum_devices",
+            "rust",
+            "axum on tokio; devices API with a deadpool-postgres pool",
+            "devices",
+            _RUST_RELEASE,
+            uses_database=True,
+            endpoints=_DEVICES_ENDPOINTS,
+        ),
+        App(
+            "gnet_devices",
+            "go",
+            "gnet v2 event loop with its own HTTP/1.1 parser; pgx v5 pool",
+            "devices",
+            _GO,
+            uses_database=True,
+            endpoints=_DEVICES_ENDPOINTS,
+        ),
+        App(
+            "nethttp_devices",
+            "go",
+            "Go standard library net/http baseline; pgx v5 pool",
+            "devices",
+            _GO,
+            uses_database=True,
+            endpoints=_DEVICES_ENDPOINTS,
+        ),
+        App(
+            "hyper_hello",
+            "rust",
+            "hyper 1.x hello world; tokio multi-thread or current-thread runtime",
+            "hello",
+            _RUST_RELEASE,
+            endpoints=("GET /healthz", "GET /"),
+        ),
+        App(
+            "actix_matrix",
+            "rust",
+            "actix-web naive N×N matrix multiplication (build-settings matrix)",
+            "matrix",
+            {
+                "dev": BuildSpec("dev", description="debug build (SEEDS.md §3 'D')"),
+                "release": BuildSpec("release", description="plain release, no LTO"),
+                "release-lto": BuildSpec("release-lto", description="lto, codegen-units=1, panic=abort, strip ('R')"),
+                "native": BuildSpec(
+                    "native", rustflags="-C target-cpu=native", description="release-lto + target-cpu=native ('ROpt')"
+                ),
+                "native-mimalloc": BuildSpec(
+                    "native-mimalloc",
+                    features=("mimalloc",),
+                    rustflags="-C target-cpu=native",
+                    description="native + mimalloc global allocator ('ROptMimAlloc')",
+                ),
+            },
+            endpoints=("GET /healthz", "POST /matrix-multiplication"),
+        ),
+        App(
+            "bson_server",
+            "rust",
+            "deserializes a pre-encoded find reply per request by the chosen path",
+            "bson",
+            _RUST_RELEASE,
+            endpoints=("GET /healthz", "GET /find?path=clone|document|raw"),
+        ),
+    ]
+}
+
+
+def parse_app_spec(spec: str) -> tuple[str, str | None]:
+    name, _, variant = spec.partition(":")
+    return name, variant or None
+
+
+def get_app(spec: str) -> tuple[App, str]:
+    """`name[:variant]` → (app, variant); unknown names and variants raise ValueError listing the choices."""
+    name, variant = parse_app_spec(spec)
+    app = APPS.get(name)
+    if app is None:
+        raise ValueError(f"unknown app {name!r}; known apps: {', '.join(APPS)}")
+    variant = variant or app.default_variant
+    if variant not in app.variants:
+        raise ValueError(f"{name} has no variant {variant!r}; variants: {', '.join(app.variants)}")
+    return app, variant

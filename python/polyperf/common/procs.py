@@ -1,0 +1,126 @@
+"""Child processes that cannot outlive the harness.
+
+Every process polyperf starts gets PR_SET_PDEATHSIG (the kernel signals it when the harness dies, even
+by SIGKILL), its own process group (so it and its children are stopped together), and is tracked so
+that normal exit, exceptions and SIGTERM/SIGINT stop it: no orphans.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ["run", "spawn", "stop", "stop_all"]
+
+_PR_SET_PDEATHSIG = 1
+_live: set[subprocess.Popen] = set()
+
+
+def _child_setup(cpus: Sequence[int] | None, uid: int | None, gid: int | None, death_signal: int) -> Callable[[], None]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def setup() -> None:  # runs in the child between fork and exec
+        os.setpgid(0, 0)
+        if gid is not None:
+            os.setgroups([])
+            os.setgid(gid)
+        if uid is not None:
+            os.setuid(uid)
+        # after any uid change: a credential change clears the death signal
+        libc.prctl(_PR_SET_PDEATHSIG, death_signal, 0, 0, 0)
+        if os.getppid() != parent:  # the harness died before prctl took effect
+            os._exit(1)
+        if cpus:
+            os.sched_setaffinity(0, set(cpus))
+
+    return setup
+
+
+def spawn(
+    cmd: Sequence[str],
+    *,
+    log_path: Path,
+    cpus: Sequence[int] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    uid: int | None = None,
+    gid: int | None = None,
+    death_signal: int = signal.SIGTERM,
+) -> subprocess.Popen:
+    """Starts `cmd` with stdout+stderr appended to `log_path`, pinned to `cpus` when given."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            list(cmd),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            preexec_fn=_child_setup(cpus, uid, gid, death_signal),
+        )
+    _live.add(proc)
+    return proc
+
+
+def run(
+    cmd: Sequence[str],
+    *,
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float | None = None,
+) -> int:
+    """Runs `cmd` to completion like `spawn` (output to `log_path`, dies with the harness); returns its exit
+    code. On a timeout or any exception (Ctrl-C included) its whole process group is stopped."""
+    proc = spawn(cmd, log_path=log_path, env=env, cwd=cwd)
+    try:
+        return proc.wait(timeout=timeout)
+    finally:
+        stop(proc, grace=5.0)
+
+
+def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> int:
+    """SIGTERM to the process group, SIGKILL after `grace` seconds; returns the exit code."""
+    try:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=grace)
+        else:  # the leader is gone; make sure nothing else of its group survives
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        _live.discard(proc)
+    return proc.returncode
+
+
+def stop_all() -> None:
+    for proc in list(_live):
+        stop(proc, grace=5.0)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    stop_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+atexit.register(stop_all)
+
+
+def install_signal_handlers() -> None:
+    """Stops every child on SIGTERM too (SIGINT becomes KeyboardInterrupt, which unwinds normally)."""
+    signal.signal(signal.SIGTERM, _on_signal)

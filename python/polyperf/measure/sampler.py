@@ -1,0 +1,276 @@
+"""What a load run cost, measured from outside the processes: the server's CPU seconds over exactly the
+measured window (→ CPU µs per request), its RSS (mean, peak) and threads, and the load generator's own
+CPU (→ `client_bound`: a result limited by the client, never to be read as the server's capacity).
+
+A background thread samples both process trees from /proc (psutil) every `interval` seconds; the
+window's CPU is interpolated at the driver's own start and end timestamps. The pure part
+(`window_usage`, `is_client_bound`) does no I/O and is unit-tested; `measure` ties a driver to it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import psutil
+
+from polyperf.load.common import LoadResult, OnSpawn
+
+__all__ = [
+    "CLIENT_CPU_LIMIT",
+    "RATE_LIMIT",
+    "Measurement",
+    "Sample",
+    "Sampler",
+    "Usage",
+    "is_client_bound",
+    "measure",
+    "window_usage",
+]
+
+# A client using >= 90% of its cores, or a fixed-rate run reaching < 95% of its rate, is the bottleneck.
+CLIENT_CPU_LIMIT = 0.90
+RATE_LIMIT = 0.95
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float  # epoch seconds (the clock the drivers report their windows in)
+    cpu: float  # user + system seconds of every process of the tree seen so far (exited ones keep their last)
+    rss: int  # bytes, live processes
+    threads: int
+    wait: float = 0.0  # seconds its threads were runnable but waiting for a CPU (schedstat), cumulative
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A process tree's cost over one window."""
+
+    cpu_seconds: float
+    wait_seconds: float  # runnable but not running: the CPU it wanted and did not get
+    rss_mean: float
+    rss_peak: int
+    threads_max: int
+    samples: int
+
+
+def _at(samples: Sequence[Sample], t: float, field: str) -> float:
+    """A cumulative field at `t`, linearly interpolated between samples (clamped at the ends)."""
+    times = [s.t for s in samples]
+    i = bisect.bisect_left(times, t)
+    if i == 0:
+        return getattr(samples[0], field)
+    if i == len(samples):
+        return getattr(samples[-1], field)
+    a, b = samples[i - 1], samples[i]
+    va, vb = getattr(a, field), getattr(b, field)
+    return va + (vb - va) * ((t - a.t) / (b.t - a.t) if b.t > a.t else 1.0)
+
+
+def window_usage(samples: Sequence[Sample], start: float, end: float) -> Usage:
+    """CPU used in [start, end] and the memory/threads seen in it (pure; samples sorted by time)."""
+    if not samples:
+        raise ValueError("no samples: was the sampler running during the window?")
+    inside = [s for s in samples if start <= s.t <= end] or [min(samples, key=lambda s: abs(s.t - end))]
+    rss = [s.rss for s in inside]
+    return Usage(
+        cpu_seconds=max(0.0, _at(samples, end, "cpu") - _at(samples, start, "cpu")),
+        wait_seconds=max(0.0, _at(samples, end, "wait") - _at(samples, start, "wait")),
+        rss_mean=sum(rss) / len(rss),
+        rss_peak=max(rss),
+        threads_max=max(s.threads for s in inside),
+        samples=len(inside),
+    )
+
+
+def is_client_bound(client_cpu_fraction: float, achieved_rate_ratio: float | None) -> bool:
+    """True if the client, not the server, limited the result.
+
+    `client_cpu_fraction` is the CPU the client used *or wanted* over the window as a fraction of its
+    cores (0..1): CPU time plus time runnable in the run queue. On a machine shared with other work a
+    saturated client cannot get 90% of its cores, but it is still the bottleneck.
+    """
+    return client_cpu_fraction >= CLIENT_CPU_LIMIT or (
+        achieved_rate_ratio is not None and achieved_rate_ratio < RATE_LIMIT
+    )
+
+
+def _run_queue_wait(pid: int) -> float:
+    """Seconds the process's live threads spent runnable, waiting for a CPU (/proc/<pid>/task/*/schedstat)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                total += int(fh.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
+
+
+class _Tree:
+    """Root processes and every descendant; CPU per pid is kept after a process exits."""
+
+    def __init__(self, roots: Sequence[int]) -> None:
+        self.roots: list[psutil.Process] = []
+        self.members: dict[int, psutil.Process] = {}
+        self.cpu: dict[int, float] = {}
+        self.wait: dict[int, float] = {}
+        for pid in roots:
+            self.add_root(pid)
+
+    def add_root(self, pid: int) -> None:
+        try:
+            proc = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            return
+        self.roots.append(proc)
+        self.members[pid] = proc
+
+    def rescan(self) -> None:
+        for root in self.roots:
+            try:
+                for child in root.children(recursive=True):
+                    self.members.setdefault(child.pid, child)
+            except psutil.Error:
+                continue
+
+    def sample(self, now: float) -> Sample:
+        rss = threads = 0
+        for pid, proc in list(self.members.items()):
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    self.cpu[pid] = times.user + times.system
+                    rss += proc.memory_info().rss
+                    threads += proc.num_threads()
+                self.wait[pid] = _run_queue_wait(pid)
+            except psutil.Error:  # gone (or a zombie): its last CPU reading stays counted
+                del self.members[pid]
+        return Sample(now, sum(self.cpu.values()), rss, threads, sum(self.wait.values()))
+
+
+class Sampler:
+    """Samples the server's and the client's process trees in a background thread.
+
+    The thread pins itself to `cpus` (the client's) so that it never takes the server's CPU.
+    `add_client(pid)` is the drivers' `on_spawn` hook.
+    """
+
+    def __init__(
+        self, server_pid: int, *, cpus: Sequence[int] = (), interval: float = 0.05, rescan_every: int = 10
+    ) -> None:
+        self.server = _Tree([server_pid])
+        self.client = _Tree([])
+        self.server_samples: list[Sample] = []
+        self.client_samples: list[Sample] = []
+        self.cpus = list(cpus)
+        self.interval = interval
+        self.rescan_every = rescan_every
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="polyperf-sampler", daemon=True)
+
+    def add_client(self, pid: int) -> None:
+        with self._lock:
+            self.client.add_root(pid)
+
+    def sample(self) -> None:
+        """Takes one sample of both trees now (also called at the window's edges)."""
+        with self._lock:
+            now = time.time()
+            self.server_samples.append(self.server.sample(now))
+            self.client_samples.append(self.client.sample(now))
+
+    def _loop(self) -> None:
+        if self.cpus:
+            os.sched_setaffinity(threading.get_native_id(), self.cpus)
+        tick = 0
+        while not self._stop.is_set():
+            if tick % self.rescan_every == 0:
+                with self._lock:
+                    self.server.rescan()
+                    self.client.rescan()
+            self.sample()
+            tick += 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> Sampler:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sample()
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A load result with what it cost the server and the client over the same window."""
+
+    load: LoadResult
+    server: Usage
+    client: Usage
+    client_cores: int
+
+    @property
+    def cpu_s_per_request(self) -> float:
+        return self.server.cpu_seconds / self.load.requests if self.load.requests else float("nan")
+
+    @property
+    def requests_per_cpu_second(self) -> float:
+        """Capacity per server CPU-second: what one fully used server core would answer at this load."""
+        return self.load.requests / self.server.cpu_seconds if self.server.cpu_seconds > 0 else float("nan")
+
+    @property
+    def client_cpu_fraction(self) -> float:
+        """The client's CPU over the window as a fraction of its cores (1.0 = every core busy)."""
+        return self.client.cpu_seconds / self.load.duration / max(self.client_cores, 1)
+
+    @property
+    def client_demand_fraction(self) -> float:
+        """CPU used plus CPU waited for (run queue), as a fraction of the client's cores."""
+        return (self.client.cpu_seconds + self.client.wait_seconds) / self.load.duration / max(self.client_cores, 1)
+
+    @property
+    def server_cpu_fraction(self) -> float:
+        return self.server.cpu_seconds / self.load.duration
+
+    @property
+    def client_bound(self) -> bool:
+        return is_client_bound(
+            max(self.client_cpu_fraction, self.client_demand_fraction), self.load.achieved_rate_ratio
+        )
+
+
+def measure(
+    server_pid: int,
+    run: Callable[[OnSpawn], LoadResult],
+    *,
+    client_cpus: Sequence[int],
+    alive: Callable[[], None] | None = None,
+    interval: float = 0.05,
+) -> Measurement:
+    """Runs `run(on_spawn)` (a driver call) while sampling; the server must still be alive afterwards.
+
+    `alive` (e.g. `Server.check_alive`) raises if the server died, with its exit code and log tail.
+    """
+    with Sampler(server_pid, cpus=client_cpus, interval=interval) as sampler:
+        result = run(sampler.add_client)
+    if alive is not None:
+        alive()
+    server = window_usage(sampler.server_samples, result.started_at, result.ended_at)
+    client = window_usage(sampler.client_samples, result.started_at, result.ended_at)
+    return Measurement(result, server, client, len(client_cpus) or os.cpu_count() or 1)

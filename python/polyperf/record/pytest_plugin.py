@@ -1,0 +1,229 @@
+"""pytest glue for the suites, and the only place that reads pytest options and POLYPERF_* variables: one
+run directory per session, the `record` fixture, the load suites' CPU split, and pytest-benchmark timings
+folded into the same tidy table through its public `pytest_benchmark_update_json` hook.
+
+Loaded by `suites/conftest.py`, so plain `pytest suites/...` and `polyperf run` behave the same.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polyperf.common.cpus import split_cpus
+from polyperf.common.profiles import PROFILES, Profile, get_profile
+from polyperf.record.env import write_env
+from polyperf.record.recorder import Recorder
+from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
+from polyperf.record.schema import Row
+
+__all__ = ["LoadOptions", "describe_benchmark", "suite_of"]
+
+_EXTRA_KEY = "polyperf"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("polyperf")
+    group.addoption(
+        "--polyperf-profile",
+        choices=PROFILES,
+        default=os.environ.get("POLYPERF_PROFILE", "quick"),
+        help="how much work the suites do: smoke (seconds), quick (default, minutes), full",
+    )
+    group.addoption(
+        "--polyperf-out",
+        default=os.environ.get("POLYPERF_OUT", "reports"),
+        help="output directory; the run lands in OUT/runs/<run-id>/ and OUT/latest points at it",
+    )
+    group.addoption(
+        "--polyperf-run-dir",
+        default=None,
+        help="write into this existing run directory instead of creating one (used by `polyperf run`)",
+    )
+    group.addoption(
+        "--server-cpus",
+        default=os.environ.get("POLYPERF_SERVER_CPUS"),
+        help="CPUs the servers are pinned to, e.g. 0 or 0-1 (default: the first half)",
+    )
+    group.addoption(
+        "--client-cpus",
+        default=os.environ.get("POLYPERF_CLIENT_CPUS"),
+        help="CPUs the load generators are pinned to (default: the CPUs the servers do not get)",
+    )
+    group.addoption(
+        "--flamegraph",
+        action="store_true",
+        default=os.environ.get("POLYPERF_FLAMEGRAPH") == "1",
+        help="also record a perf flamegraph (SVG) of each server during an extra ceiling run",
+    )
+
+
+def suite_of(nodeid_or_path: str) -> str:
+    """`suites/test_io_buffering.py::test_x[a]` -> `io_buffering`."""
+    stem = Path(nodeid_or_path.split("::", 1)[0]).stem
+    return stem.removeprefix("test_")
+
+
+_RUN_DIR = pytest.StashKey[Path]()
+_WRITER = pytest.StashKey[RowWriter]()
+_OWNS_RUN = pytest.StashKey[bool]()
+_SIGNAL = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return
+    given = config.getoption("--polyperf-run-dir")
+    profile = get_profile(config.getoption("--polyperf-profile"))
+    if given:
+        run_dir = Path(given)
+        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    else:
+        run_dir = new_run_dir(Path(config.rootpath) / config.getoption("--polyperf-out"))
+        write_env(run_dir, profile=profile.name)
+    config.stash[_RUN_DIR] = run_dir
+    config.stash[_WRITER] = RowWriter(run_dir)
+    config.stash[_OWNS_RUN] = not given
+    _stop_on_signals(config)
+    # pytest-benchmark writes its raw JSON where the run lives, unless the user chose a file.
+    if config.pluginmanager.hasplugin("benchmark") and not config.getoption("benchmark_json", None):
+        config.option.benchmark_json = str(run_dir / "benchmark.json")
+
+
+def _stop_on_signals(config: pytest.Config) -> None:
+    """SIGTERM and SIGHUP (a CI time-out, a closed terminal, `polyperf run` passing them on or dying) stop
+    the session the way Ctrl-C does: fixtures tear their servers down and the rows are finalized."""
+
+    def interrupt(signum: int, _frame: object) -> None:
+        config.stash[_SIGNAL] = signal.Signals(signum).name
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run_dir = session.config.stash.get(_RUN_DIR, None)
+    if run_dir is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
+        write_env(run_dir, interrupted=session.config.stash.get(_SIGNAL, "SIGINT"))
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is None:
+        return None
+    return f"polyperf: profile={config.getoption('--polyperf-profile')} run_dir={run_dir}"
+
+
+@pytest.fixture(scope="session")
+def profile(pytestconfig: pytest.Config) -> Profile:
+    """The run profile (smoke / quick / full); `profile.pick(smoke=..., quick=..., full=...)`."""
+    return get_profile(pytestconfig.getoption("--polyperf-profile"))
+
+
+@pytest.fixture(scope="session")
+def run_dir(pytestconfig: pytest.Config) -> Path:
+    """This session's run directory (logs go in `run_dir / "logs"`)."""
+    return pytestconfig.stash[_RUN_DIR]
+
+
+@pytest.fixture(scope="module")
+def record(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Recorder:
+    """`record(metric, value, unit, case=..., implementation=..., variant=..., params=..., repeat=0)`
+    appends one row (base units only) to the run's table at once, so it survives a later crash."""
+    return Recorder(pytestconfig.stash[_WRITER], suite_of(request.node.nodeid))
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    server_cpus: list[int]
+    client_cpus: list[int]
+    flamegraph: bool
+
+
+@pytest.fixture(scope="session")
+def load_options(pytestconfig: pytest.Config) -> LoadOptions:
+    """The CPU split and extras of the load suites (--server-cpus, --client-cpus, --flamegraph)."""
+    server_cpus, client_cpus = split_cpus(
+        pytestconfig.getoption("--server-cpus"), pytestconfig.getoption("--client-cpus")
+    )
+    return LoadOptions(server_cpus, client_cpus, bool(pytestconfig.getoption("--flamegraph")))
+
+
+def describe_benchmark(
+    benchmark: Any,
+    *,
+    case: str,
+    implementation: str,
+    variant: str = "",
+    params: Mapping[str, Any] | None = None,
+    bytes_per_round: int | None = None,
+) -> None:
+    """Labels a pytest-benchmark measurement for the tidy table: each round becomes a `seconds` row (and a
+    `bytes_per_s` row when `bytes_per_round` is given). Without it, a benchmark is labelled from its test:
+    case = the test's name, implementation = its parameter id, params = its parameters."""
+    benchmark.extra_info[_EXTRA_KEY] = {
+        "case": case,
+        "implementation": implementation,
+        "variant": variant,
+        "params": dict(params or {}),
+        "bytes_per_round": bytes_per_round,
+    }
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+
+def _default_label(bench: Any) -> dict[str, Any]:
+    test = str(bench.name).split("[", 1)[0].removeprefix("test_")
+    params = {k: _plain(v) for k, v in (bench.params or {}).items()}
+    return {
+        "case": test,
+        "implementation": str(bench.param or test),
+        "variant": "",
+        "params": params,
+        "bytes_per_round": None,
+    }
+
+
+def benchmark_rows(bench: Any) -> list[Row]:
+    """The rounds of one pytest-benchmark result (already per iteration) as rows."""
+    stats = getattr(bench, "stats", None)
+    if stats is None or not getattr(stats, "data", None):
+        return []
+    label = bench.extra_info.get(_EXTRA_KEY) or _default_label(bench)
+    iterations = max(int(getattr(bench, "iterations", 1) or 1), 1)
+    params = {**label["params"], "iterations": iterations}
+    common = (suite_of(bench.fullname), label["case"], label["implementation"], label["variant"])
+    rows = []
+    for repeat, seconds in enumerate(stats.data):
+        rows.append(Row(*common, "seconds", seconds, "s", repeat, params))
+        if label.get("bytes_per_round") and seconds > 0:
+            rows.append(Row(*common, "bytes_per_s", label["bytes_per_round"] / seconds, "bytes/s", repeat, params))
+    return rows
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict) -> None:
+    writer = config.stash.get(_WRITER, None)
+    if writer is None:
+        return
+    for bench in benchmarks:
+        writer.write(benchmark_rows(bench))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is None:
+        return
+    finalize_run(run_dir)
+    if config.stash[_OWNS_RUN]:
+        point_latest(run_dir)
+        print(f"\npolyperf: results in {run_dir} (render with `polyperf report {run_dir}`)")

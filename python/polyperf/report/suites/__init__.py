@@ -1,0 +1,1 @@
+"""Suite-specific figures, one module per suite, named after it."""

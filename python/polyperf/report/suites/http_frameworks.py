@@ -1,0 +1,168 @@
+"""Figures for the Rust-vs-Go frameworks test and the Tokio article's hyper hello world (suite http_frameworks):
+each caption names the driver that produced the numbers, the CPU split, and flags client-bound results."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from polyperf.analyse.stats import summarize
+from polyperf.report.figure import Figure, new_axes, with_param
+from polyperf.report.load_figures import (
+    DRIVER_NOTES,
+    LOCUST_NOTE,
+    flagged,
+    grouped_bars,
+    locust_history,
+    pinning,
+    rows,
+    values_by,
+)
+
+SUITE = "http_frameworks"
+_HATCH = (
+    "Hatched bars were client-bound (the load generator used ≥ 90% of its CPU or missed its rate): "
+    "they are the client's limit, not the server's capacity."
+)
+
+
+def _ceiling(table: pd.DataFrame) -> Figure | None:
+    data = values_by(table, "ceiling", "rps", "connections")
+    if not data:
+        return None
+    fig, ax = new_axes(8.5, 4.5)
+    grouped_bars(ax, data, flagged(table, "ceiling", "connections"), scale=1e-3, group_name="connections ")
+    ax.set_ylabel("thousand requests/s (median, 95% CI)")
+    ax.set_title("Ceiling: GET /api/devices (devices apps), GET / (hyper_hello)")
+    return Figure(
+        "http_ceiling_rps",
+        "Requests/s ceiling per app",
+        f"Driver: {DRIVER_NOTES['oha']}, closed model at each connection count; {pinning(table)}. " + _HATCH,
+        fig,
+    )
+
+
+def _latency(table: pd.DataFrame) -> Figure | None:
+    data = {}
+    for name in ("p50", "p90", "p99", "p999"):
+        for (label, _g), values in values_by(table, "fixed_rate", f"latency_{name}_s").items():
+            data[(label, name)] = values
+    if not data:
+        return None
+    rate = rows(table, "fixed_rate", "rps")["params"].iloc[0].get("rate")
+    fig, ax = new_axes(8.5, 4.5)
+    grouped_bars(ax, data, set(), scale=1e3)
+    ax.set_yscale("log")
+    ax.set_ylabel("latency, ms (median of repeats, 95% CI)")
+    ax.set_title(f"Client-side latency percentiles at a fixed {rate:,} requests/s")
+    return Figure(
+        "http_latency_fixed_rate",
+        "Latency percentiles at a fixed rate",
+        f"Driver: {DRIVER_NOTES['oha']} with -q {rate} --latency-correction (latency counted from "
+        f"each request's scheduled time, so no coordinated omission); {pinning(table)}. "
+        "A run whose achieved rate fell below 95% of the offered rate is client-bound.",
+        fig,
+    )
+
+
+def _cpu_per_request(table: pd.DataFrame) -> Figure | None:
+    data = {}
+    for case in ("ceiling", "fixed_rate"):
+        for (label, conns), values in values_by(table, case, "cpu_s_per_request", "connections").items():
+            if case == "fixed_rate" or conns == 64:
+                data[(label, "ceiling, 64 connections" if case == "ceiling" else "fixed rate")] = values
+    if not data:
+        return None
+    fig, ax = new_axes(8.5, 4.5)
+    grouped_bars(ax, data, set(), scale=1e6)
+    ax.set_ylabel("server CPU µs per request (median, 95% CI)")
+    ax.set_title("Server CPU time per request (user + system, whole process tree)")
+    return Figure(
+        "http_cpu_per_request",
+        "Server CPU per request",
+        "CPU seconds of the server's process tree over exactly the measured window (from /proc) "
+        "divided by the requests completed in it. At a fixed low rate, wake-ups per request cost "
+        f"more than at saturation. {pinning(table)}.",
+        fig,
+    )
+
+
+def _memory(table: pd.DataFrame) -> Figure | None:
+    data = {}
+    for metric, name in (("rss_peak_bytes", "peak"), ("rss_mean_bytes", "mean")):
+        for (label, conns), values in values_by(table, "ceiling", metric, "connections").items():
+            if conns == max(c for _l, c in values_by(table, "ceiling", metric, "connections")):
+                data[(label, f"RSS {name}")] = values
+    if not data:
+        return None
+    fig, ax = new_axes(8.5, 4.5)
+    grouped_bars(ax, data, set(), scale=1e-6)
+    ax.set_ylabel("MB (10^6 bytes; median, 95% CI)")
+    ax.set_title("Server resident memory under the highest connection count")
+    return Figure(
+        "http_rss",
+        "Server memory (RSS)",
+        "RSS of the server's process tree sampled every 50 ms during the ceiling runs.",
+        fig,
+    )
+
+
+def _history(table: pd.DataFrame) -> Figure | None:
+    fig, ax = new_axes(8.5, 4.5)
+    if not locust_history(ax, table):
+        return None
+    ax.set_title("locust step ramp: requests/s over time")
+    return Figure(
+        "http_locust_history",
+        "locust: requests/s over time",
+        f"Driver: {DRIVER_NOTES['locust']}; per-second counts from locust's own stats "
+        f"(num_reqs_per_sec), first repeat. {LOCUST_NOTE}.",
+        fig,
+    )
+
+
+def _by_driver(table: pd.DataFrame, metric: str) -> dict[tuple[str, object], list[float]]:
+    """{(app + qualifier, driver): values}: oha's ceiling at 64 connections next to locust's ramp."""
+    out: dict[tuple[str, object], list[float]] = {}
+    for case in ("ceiling", "locust"):
+        sel = rows(table, case, metric)
+        if case == "ceiling":
+            sel = sel[with_param(sel, "connections") == 64]
+        for (impl, variant, driver), g in sel.groupby(["implementation", "variant", "driver"], sort=True):
+            out[(f"{impl}\n{variant}".strip(), driver)] = g["value"].tolist()
+    return out
+
+
+def _drivers(table: pd.DataFrame) -> Figure | None:
+    data = _by_driver(table, "rps")
+    if not data:
+        return None
+    bound = table[table["metric"] == "rps"].assign(value=lambda t: t["client_bound"].astype(float), metric="bound")
+    flags = {key for key, values in _by_driver(bound, "bound").items() if max(values) >= 0.5}
+    fig, ax = new_axes(8.5, 4.5)
+    grouped_bars(ax, data, flags, scale=1e-3)
+    ax.set_yscale("log")
+    ax.set_ylabel("thousand requests/s (median, 95% CI)")
+    title = "Same apps, different drivers"
+    pair = rows(table, "driver_ceiling", "rps")
+    oha = pair[pair["driver"] == "oha"]["value"].tolist()
+    wrk = pair[pair["driver"] == "wrk"]["value"].tolist()
+    if oha and wrk:
+        title += (
+            f" (oha/wrk ceiling ratio on {pair['implementation'].iloc[0]}: "
+            f"{summarize(oha).median / summarize(wrk).median:.2f})"
+        )
+    ax.set_title(title)
+    return Figure(
+        "http_drivers",
+        "Which driver produced which number",
+        f"oha: {DRIVER_NOTES['oha']} at 64 connections; locust: {DRIVER_NOTES['locust']}, the step "
+        "ramp's average. The oha/wrk ratio is measured on the fastest app, interleaved, same "
+        f"connections and duration. {_HATCH}",
+        fig,
+    )
+
+
+def figures(table: pd.DataFrame) -> list[Figure]:
+    table = table[table["suite"] == SUITE]
+    makers = (_ceiling, _latency, _cpu_per_request, _memory, _history, _drivers)
+    return [fig for make in makers if (fig := make(table)) is not None]

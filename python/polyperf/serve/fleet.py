@@ -1,0 +1,116 @@
+"""The servers of one experiment: each target built, started pinned (one worker per server CPU) and
+verified before any load; a target that fails a step is kept out with its reason."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from polyperf.build import build, get_app
+from polyperf.errors import PolyperfError
+from polyperf.serve.server import Server
+from polyperf.serve.verify import require_verified, verify
+
+__all__ = ["Fleet", "Target"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server configuration under load: an app (plus args) and the path the drivers GET."""
+
+    app: str  # registry name (`name[:variant]`); the rows' `implementation` is the name
+    path: str
+    variant: str = ""  # e.g. the runtime ("multi") or build variant: the rows' `variant`
+    args: tuple[str, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    instance: str = ""  # tells apart servers whose rows differ only in params (e.g. document counts)
+
+    @property
+    def name(self) -> str:
+        return self.app.partition(":")[0]
+
+    @property
+    def key(self) -> str:
+        key = f"{self.name}/{self.variant}" if self.variant else self.name
+        return f"{key}#{self.instance}" if self.instance else key
+
+
+class Fleet:
+    """Builds, starts (pinned to `server_cpus`, one worker per CPU unless `workers` says otherwise) and
+    verifies every target; failures land in `failed` and the others go on."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        *,
+        log_dir: Path,
+        server_cpus: Sequence[int],
+        workers: int | None = None,
+        database_url: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.targets = list(targets)
+        self.log_dir = Path(log_dir)
+        self.server_cpus = list(server_cpus)
+        self.workers = workers or len(self.server_cpus)
+        self.database_url = database_url
+        self.env = dict(env or {})
+        self.servers: dict[str, Server] = {}
+        self.failed: dict[str, str] = {}
+
+    def start(self) -> Fleet:
+        verified: set[str] = set()
+        for target in self.targets:
+            try:
+                app, _variant = get_app(target.app)
+                build(target.app, log_dir=self.log_dir)
+                server = Server(
+                    target.app,
+                    log_dir=self.log_dir,
+                    cpus=self.server_cpus,
+                    workers=self.workers,
+                    database_url=self.database_url,
+                    args=target.args,
+                    env=self.env,
+                ).start()
+                self.servers[target.key] = server
+                if target.app not in verified:  # one app binary, verified once (checks take ~1.5 s)
+                    require_verified(
+                        f"{target.key} on {server.url}",
+                        verify(server.url, app.checks, with_db=bool(self.database_url) and app.uses_database),
+                    )
+                    verified.add(target.app)
+            except PolyperfError as exc:
+                self.drop(target.key, f"{type(exc).__name__}: {exc}")
+        return self
+
+    @property
+    def running(self) -> list[tuple[Target, Server]]:
+        return [(t, self.servers[t.key]) for t in self.targets if t.key in self.servers]
+
+    def drop(self, key: str, reason: str) -> None:
+        self.failed[key] = reason
+        server = self.servers.pop(key, None)
+        if server is not None:
+            with contextlib.suppress(PolyperfError):
+                server.stop()
+
+    def stop(self) -> None:
+        for key in list(self.servers):
+            self.servers.pop(key).stop()
+
+    def __enter__(self) -> Fleet:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,155 @@
+"""A throwaway PostgreSQL cluster (initdb + the postgres server on a free loopback port), or a DSN the
+user gives. The server runs as a direct child with the harness's death signal, so it cannot outlive
+a killed run; its data directory is removed on stop.
+
+PostgreSQL refuses to run as root, so when polyperf runs as root the cluster belongs to the
+`postgres` system user (present wherever the Debian server package is installed).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from polyperf.common import procs
+from polyperf.common.net import free_port
+from polyperf.errors import ToolchainMissing
+
+__all__ = ["ThrowawayPostgres", "find_pg_bin"]
+
+
+def find_pg_bin(tool: str) -> str:
+    found = shutil.which(tool) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{tool}"), reverse=True)), None)
+    if not found:
+        raise ToolchainMissing(f"`{tool}` not found: install the PostgreSQL server (apt-get install postgresql)")
+    return found
+
+
+class ThrowawayPostgres:
+    """`with ThrowawayPostgres(log_dir) as pg: pg.dsn` → a fresh empty cluster on 127.0.0.1."""
+
+    def __init__(self, log_dir: Path, *, max_connections: int = 600, user: str = "polyperf") -> None:
+        self.log_dir = Path(log_dir)
+        self.max_connections = max_connections
+        self.user = user
+        self.port = free_port()
+        self.proc = None
+        self.base = None
+        self._uid = self._gid = None
+        if os.geteuid() == 0:
+            try:
+                entry = pwd.getpwnam("postgres")
+            except KeyError:
+                raise ToolchainMissing(
+                    "running as root needs the `postgres` system user (apt-get install postgresql creates it)"
+                ) from None
+            self._uid, self._gid = entry.pw_uid, entry.pw_gid
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, cmd: list[str]) -> None:
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            preexec_fn=self._demote if self._uid is not None else None,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{cmd[0]} failed: {(done.stderr or done.stdout).strip()[-500:]}")
+
+    def _demote(self) -> None:
+        os.setgroups([])
+        os.setgid(self._gid)
+        os.setuid(self._uid)
+
+    def start(self) -> ThrowawayPostgres:
+        initdb, postgres = find_pg_bin("initdb"), find_pg_bin("postgres")
+        self.base = Path(tempfile.mkdtemp(prefix="polyperf-pg-"))
+        if self._uid is not None:
+            os.chown(self.base, self._uid, self._gid)
+        data = self.base / "data"
+        self._run([initdb, "-D", str(data), "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8"])
+        cmd = [
+            postgres,
+            "-D",
+            str(data),
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.base),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"max_connections={self.max_connections}",
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]
+        # SIGINT is PostgreSQL's "fast shutdown": what it should get if the harness dies.
+        self.proc = procs.spawn(
+            cmd,
+            log_path=self.log_dir / f"postgres-{self.port}.log",
+            uid=self._uid,
+            gid=self._gid,
+            death_signal=signal.SIGINT,
+        )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                code = self.proc.returncode
+                log = (self.log_dir / f"postgres-{self.port}.log").read_text(errors="replace")[-800:]
+                self.stop()
+                raise RuntimeError(f"PostgreSQL exited with code {code}: {log}")
+            try:
+                with psycopg.connect(self.dsn, connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"PostgreSQL did not accept connections on port {self.port}") from None
+                time.sleep(0.1)
+
+    def query(self, sql: str, *params: object) -> list[tuple]:
+        """Runs one statement and returns its rows (for checks such as rows vs acknowledged POSTs)."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            cur = conn.execute(sql, params or None)
+            return cur.fetchall() if cur.description else []
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.stop(self.proc, grace=30.0, sig=signal.SIGINT)
+            self.proc = None
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
+
+    def __enter__(self) -> ThrowawayPostgres:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
