@@ -21,3 +21,7 @@ class ServerFailed(PolyperfError):
 
 class VerificationFailed(PolyperfError):
     pass
+
+
+class PostgresFailed(PolyperfError):
+    """A throwaway PostgreSQL could not be created, started or restarted (message carries its log tail)."""

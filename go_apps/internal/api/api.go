@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"polyperf/go_apps/internal/config"
 	"polyperf/go_apps/internal/devices"
 	"polyperf/go_apps/internal/store"
 )
@@ -22,8 +24,6 @@ const (
 	MaxBodyBytes = 1024
 	// ContentType is the type of every answer.
 	ContentType = "application/json"
-	// insertTimeout bounds a POST's wait for a pool connection plus the INSERT.
-	insertTimeout = 5 * time.Second
 )
 
 // Endpoint is what a (method, path) pair resolves to.
@@ -101,12 +101,13 @@ type Inserter interface {
 type App struct {
 	db      Inserter
 	log     *log.Logger
-	lastLog atomic.Int64 // unix seconds of the last logged DB error
+	timeout time.Duration // bounds a POST's pool wait, connect and INSERT together
+	lastLog atomic.Int64  // unix seconds of the last logged DB error
 }
 
-// New builds an App over db (may be nil).
+// New builds an App over db (may be nil) with the default database timeout.
 func New(db Inserter, logger *log.Logger) *App {
-	return &App{db: db, log: logger}
+	return &App{db: db, log: logger, timeout: config.DefaultDBTimeout}
 }
 
 // Static answers every endpoint except CreateDevice, without blocking.
@@ -140,7 +141,7 @@ func (a *App) PrepareCreate(body []byte) (devices.New, *Response) {
 
 // Create inserts a validated device; it blocks on the database.
 func (a *App) Create(ctx context.Context, d devices.New) Response {
-	ctx, cancel := context.WithTimeout(ctx, insertTimeout)
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	id, err := a.db.Insert(ctx, d.MAC, d.Firmware)
 	if err != nil {
@@ -159,6 +160,7 @@ func (a *App) logDBError(err error) {
 	now := time.Now().Unix()
 	last := a.lastLog.Load()
 	if now > last && a.lastLog.CompareAndSwap(last, now) && a.log != nil {
-		a.log.Printf("POST /api/devices: %v", err)
+		// pgx lists one line per connect attempt; keep the log one line per event.
+		a.log.Printf("POST /api/devices: %s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 }

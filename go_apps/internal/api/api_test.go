@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"testing"
+	"time"
 
 	"polyperf/go_apps/internal/devices"
 	"polyperf/go_apps/internal/store"
@@ -102,5 +103,27 @@ func TestCreate(t *testing.T) {
 func TestTooLarge(t *testing.T) {
 	if r := TooLarge(); r.Status != 413 || string(r.Body) != `{"error":"request body larger than 1024 bytes"}` {
 		t.Fatalf("TooLarge() = %d %s", r.Status, r.Body)
+	}
+}
+
+// hangingDB never answers: like a database that stopped responding.
+type hangingDB struct{}
+
+func (hangingDB) Insert(ctx context.Context, _, _ string) (int64, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func TestCreateGivesUpAfterTheTimeout(t *testing.T) {
+	a := New(hangingDB{}, log.New(io.Discard, "", 0))
+	a.timeout = 20 * time.Millisecond
+	start := time.Now()
+	r := a.Create(context.Background(), devices.New{MAC: "a", Firmware: "b"})
+	if r.Status != 503 || string(r.Body) != `{"error":"database unavailable"}` {
+		t.Fatalf("got %d %s, want 503", r.Status, r.Body)
+	}
+	// Generous bound: the point is that it returns at all, not how fast.
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("Create took %v with a 20ms timeout", waited)
 	}
 }

@@ -15,9 +15,11 @@ func Open(ctx context.Context, cfg config.Config, logger *log.Logger) (app *App,
 		logger.Printf("no --database-url: POST /api/devices will answer 503")
 		return New(nil, logger), func() {}, nil
 	}
-	s, err := store.Open(ctx, cfg.DatabaseURL, cfg.PoolSize, cfg.Table)
+	s, err := store.Open(ctx, cfg.DatabaseURL, cfg.PoolSize, cfg.DBTimeout, cfg.Table)
 	if err != nil {
 		return nil, nil, err
 	}
-	return New(s, logger), s.Close, nil
+	app = New(s, logger)
+	app.timeout = cfg.DBTimeout
+	return app, s.Close, nil
 }

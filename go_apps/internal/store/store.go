@@ -17,8 +17,8 @@ import (
 // PostgreSQL itself reported); the HTTP layers answer 503 for it, 500 otherwise.
 var ErrUnavailable = errors.New("database unavailable")
 
-// connectTimeout bounds the start-up ping so an unreachable database fails fast.
-const connectTimeout = 10 * time.Second
+// startTimeout bounds the start-up ping so an unreachable database fails fast.
+const startTimeout = 10 * time.Second
 
 // Store is a pgx pool plus the SQL for one table.
 type Store struct {
@@ -44,8 +44,9 @@ func ValidIdentifier(name string) bool {
 }
 
 // Open connects with at most poolSize connections, checks the database is
-// reachable and creates table if it does not exist.
-func Open(ctx context.Context, url string, poolSize int, table string) (*Store, error) {
+// reachable and creates table if it does not exist. connectTimeout bounds
+// each new connection unless the URL sets connect_timeout itself.
+func Open(ctx context.Context, url string, poolSize int, connectTimeout time.Duration, table string) (*Store, error) {
 	if !ValidIdentifier(table) {
 		return nil, fmt.Errorf("table name %q is not a plain SQL identifier", table)
 	}
@@ -54,11 +55,16 @@ func Open(ctx context.Context, url string, poolSize int, table string) (*Store, 
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
 	cfg.MaxConns = int32(poolSize)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// pgxpool may finish a connect after the request that started it gave
+		// up; without a bound a silent server would pin pool slots for minutes.
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create database pool: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -80,10 +86,16 @@ func Open(ctx context.Context, url string, poolSize int, table string) (*Store, 
 
 // Insert stores one device and returns its id. Errors not reported by
 // PostgreSQL itself (pool timeout, broken connection) wrap ErrUnavailable.
+// Scan reads up to ReadyForQuery, so a returned id is a committed row.
 func (s *Store) Insert(ctx context.Context, mac, firmware string) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, s.insertSQL, mac, firmware).Scan(&id)
 	if err != nil {
+		if serverGone(err) {
+			// Every idle connection is as dead as this one (restart, crash):
+			// drop them all now instead of failing one request per connection.
+			s.pool.Reset()
+		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && !unavailableClass(pgErr.Code) {
 			return 0, fmt.Errorf("insert device: %w", err)
@@ -91,6 +103,21 @@ func (s *Store) Insert(ctx context.Context, mac, firmware string) (int64, error)
 		return 0, fmt.Errorf("insert device: %w: %w", ErrUnavailable, err)
 	}
 	return id, nil
+}
+
+// serverGone reports errors that mean the server restarted or died: a
+// shutdown notice (57P01 admin, 57P02 crash, 57P03 not accepting yet) or a
+// network-level failure. Timeouts and refusals such as "too many clients"
+// (53300) are not: resetting the pool on them would only churn connections.
+func serverGone(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "57P")
+	}
+	return true
 }
 
 // unavailableClass reports SQLSTATE classes that mean "the server cannot

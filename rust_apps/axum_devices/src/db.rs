@@ -13,8 +13,6 @@ use crate::StartError;
 use crate::devices::{Device, NewDevice};
 use crate::error::AppError;
 
-/// How long connecting, or waiting for a free pooled connection, may take before a 503.
-const POOL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Postgres truncates identifiers past 63 bytes; refuse them instead of surprising anyone.
 const MAX_IDENT_LEN: usize = 63;
 
@@ -52,6 +50,8 @@ impl fmt::Display for TableName {
 pub struct Db {
     pool: Pool,
     insert_sql: String,
+    /// Bounds one insert as a whole: pool wait, connect and query.
+    timeout: Duration,
 }
 
 impl fmt::Debug for Db {
@@ -64,18 +64,24 @@ impl fmt::Debug for Db {
 
 impl Db {
     /// Builds the pool, checks the database answers and creates the table if it is missing.
+    /// `timeout` bounds each insert (and each connect, unless the URL sets `connect_timeout`).
     ///
     /// # Errors
     /// A bad URL, an unreachable database, or a failed `CREATE TABLE`.
     pub async fn connect(
         url: &str,
         pool_size: usize,
+        timeout: Duration,
         table: &TableName,
     ) -> Result<Self, StartError> {
         let mut pg_config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StartError::Database(format!("bad --database-url: {e}")))?;
-        pg_config.connect_timeout(POOL_TIMEOUT);
+        if pg_config.get_connect_timeout().is_none() {
+            pg_config.connect_timeout(timeout);
+        }
+        // Fast recycling only checks `is_closed`, which turns true as soon as the connection
+        // task sees the server hang up (restart, crash), so dead connections are not handed out.
         let manager = Manager::from_config(
             pg_config,
             NoTls,
@@ -86,8 +92,9 @@ impl Db {
         let pool = Pool::builder(manager)
             .max_size(pool_size)
             .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(POOL_TIMEOUT))
-            .create_timeout(Some(POOL_TIMEOUT))
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout))
+            .recycle_timeout(Some(timeout))
             .build()
             .map_err(|e| StartError::Database(format!("cannot build connection pool: {e}")))?;
         let client = pool.get().await.map_err(|e| {
@@ -102,24 +109,38 @@ impl Db {
         })?;
         let insert_sql =
             format!("INSERT INTO {table} (mac, firmware) VALUES ($1, $2) RETURNING id");
-        Ok(Self { pool, insert_sql })
+        Ok(Self {
+            pool,
+            insert_sql,
+            timeout,
+        })
     }
 
-    /// Inserts one device and returns it with its new id.
+    /// Inserts one device and returns it with its new id. The row is committed when this returns
+    /// `Ok`: the statement is its own implicit transaction, committed at the `Sync` that ends the
+    /// query, and Postgres flushes a result this small only at that `Sync`, after the commit.
     ///
     /// # Errors
-    /// [`AppError::DbUnavailable`] without a connection, [`AppError::Db`] when the query fails.
+    /// [`AppError::DbUnavailable`] without a connection, [`AppError::DbTimeout`] past the
+    /// timeout (a hung server), [`AppError::DbGone`] when the connection breaks or the server
+    /// refuses, [`AppError::Db`] when the statement fails.
     pub async fn insert(&self, device: NewDevice) -> Result<Device, AppError> {
+        tokio::time::timeout(self.timeout, self.insert_now(device))
+            .await
+            .map_err(AppError::DbTimeout)?
+    }
+
+    async fn insert_now(&self, device: NewDevice) -> Result<Device, AppError> {
         let client = self.pool.get().await.map_err(AppError::DbUnavailable)?;
         let statement = client
             .prepare_cached(&self.insert_sql)
             .await
-            .map_err(AppError::Db)?;
+            .map_err(AppError::from_db)?;
         let row = client
             .query_one(&statement, &[&device.mac, &device.firmware])
             .await
-            .map_err(AppError::Db)?;
-        let id: i32 = row.try_get(0).map_err(AppError::Db)?;
+            .map_err(AppError::from_db)?;
+        let id: i32 = row.try_get(0).map_err(AppError::from_db)?;
         Ok(Device {
             id: i64::from(id),
             mac: device.mac,

@@ -96,7 +96,15 @@ pub fn run(cli: &Cli) -> Result<(), StartError> {
 async fn serve(cli: &Cli) -> Result<(), StartError> {
     let shutdown = ShutdownSignal::install().map_err(StartError::Signals)?;
     let db = match cli.database_url() {
-        Some(url) => Some(Db::connect(url, usize::from(cli.pool_size), &cli.table).await?),
+        Some(url) => Some(
+            Db::connect(
+                url,
+                usize::from(cli.pool_size),
+                cli.db_timeout(),
+                &cli.table,
+            )
+            .await?,
+        ),
         None => {
             eprintln!("axum_devices: no --database-url: POST /api/devices will answer 503");
             None

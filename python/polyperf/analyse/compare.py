@@ -1,0 +1,324 @@
+"""`polyperf compare RUN_A RUN_B`: each series' median change from run A to run B, judged as benchstat does.
+
+Pure: two tidy tables in, one comparison table out (no I/O, no clocks; the bootstrap is seeded). A
+Mann-Whitney U test (two-sided) decides whether a change is real; samples too few to ever reach `alpha`
+say so; deterministic counts (syscalls, allocations, rows) are compared exactly. `to_markdown` and
+`compare_figure` present the table; `worst_regression` backs `--fail-on-regression`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import mannwhitneyu
+
+from polyperf.analyse.stats import ratio
+
+__all__ = [
+    "DIRECTIONS",
+    "KEY",
+    "LABELS",
+    "compare",
+    "compare_figure",
+    "direction",
+    "is_deterministic_name",
+    "to_markdown",
+    "too_few_samples",
+    "worst_regression",
+]
+
+KEY = ["suite", "case", "implementation", "variant", "driver", "metric", "unit", "params"]
+HIGHER, LOWER, UNKNOWN = 1, -1, 0
+# First match wins: (glob on the metric name, glob on the unit, which way is better).
+DIRECTIONS: tuple[tuple[str, str, int], ...] = (
+    ("*error*", "*", LOWER),
+    ("*fail*", "*", LOWER),
+    ("non_2xx", "*", LOWER),
+    ("*timeout*", "*", LOWER),
+    ("*", "*/s", HIGHER),  # req/s, 1/s, bytes/s, MB/s
+    ("*rps*", "*", HIGHER),
+    ("*throughput*", "*", HIGHER),
+    ("*per_s", "*", HIGHER),
+    ("achieved_rate_ratio", "*", HIGHER),
+    ("*", "s", LOWER),
+    ("*", "ms", LOWER),
+    ("*", "us", LOWER),
+    ("*", "ns", LOWER),
+    ("*latency*", "*", LOWER),
+    ("*seconds*", "*", LOWER),
+    ("cpu_*", "*", LOWER),
+    ("*", "bytes", LOWER),
+)
+# Counts a run reproduces exactly; a difference is a behaviour change, not noise.
+DETERMINISTIC_NAMES = ("*syscalls*", "alloc*", "rows_*")
+# Presentation order: what needs a reader's eye first.
+LABELS = (
+    "regressed",
+    "differs",
+    "improved",
+    "changed",
+    "too few samples",
+    "only in A",
+    "only in B",
+    "no change",
+    "equal",
+)
+COLUMNS = [
+    *KEY,
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "change",
+    "change_low",
+    "change_high",
+    "p_value",
+    "label",
+    "better",
+    "client_bound",
+]
+
+
+def direction(metric: str, unit: str) -> int:
+    """+1 when higher is better, -1 when lower is, 0 when `DIRECTIONS` does not say."""
+    for name, unit_glob, sign in DIRECTIONS:
+        if fnmatch.fnmatchcase(metric, name) and fnmatch.fnmatchcase(unit, unit_glob):
+            return sign
+    return UNKNOWN
+
+
+def is_deterministic_name(metric: str) -> bool:
+    return any(fnmatch.fnmatchcase(metric, pattern) for pattern in DETERMINISTIC_NAMES)
+
+
+def too_few_samples(n_a: int, n_b: int, alpha: float = 0.05) -> bool:
+    """benchstat's rule: the smallest two-sided U-test p-value with these sizes (one sample wholly below the
+    other, no ties) is 2 / C(n_a + n_b, n_a); if even that is not below `alpha`, no verdict is possible."""
+    return n_a < 1 or n_b < 1 or 2 / math.comb(n_a + n_b, n_a) >= alpha
+
+
+def _canonical_params(params: Any) -> str:
+    if isinstance(params, str):
+        params = json.loads(params) if params.strip() else {}
+    if not isinstance(params, Mapping):
+        params = {}  # NaN / None: a row with no params
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _tidy(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns the comparison keys on; v1 tables (no `driver`, no `client_bound`) get neutral values."""
+    out = frame.copy()
+    for column, default in (("driver", ""), ("client_bound", False), ("variant", ""), ("implementation", "")):
+        if column not in out:
+            out[column] = default
+    out["params"] = out["params"].map(_canonical_params) if "params" in out else "{}"
+    out[["driver", "variant", "implementation"]] = out[["driver", "variant", "implementation"]].fillna("")
+    out["client_bound"] = out["client_bound"].fillna(False).astype(bool)
+    return out
+
+
+def _identical_integers(values: np.ndarray) -> bool:
+    return values.size >= 2 and bool(np.all(values == values[0])) and float(values[0]).is_integer()
+
+
+def _change(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """B/A - 1 of the medians, with a 95% bootstrap interval (NaN where A's values include zero)."""
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    if med_a == 0:
+        return (0.0 if med_b == 0 else math.nan), math.nan, math.nan
+    if np.any(a == 0):
+        return med_b / med_a - 1, math.nan, math.nan
+    summary = ratio(b, a)
+    return summary.median - 1, summary.low - 1, summary.high - 1
+
+
+def _label(a: np.ndarray, b: np.ndarray, metric: str, better: int, alpha: float) -> tuple[str, float]:
+    """(label, p-value) of one series present in both runs."""
+    if is_deterministic_name(metric) or (_identical_integers(a) and _identical_integers(b)):
+        return ("equal" if set(a.tolist()) == set(b.tolist()) else "differs"), math.nan
+    if too_few_samples(a.size, b.size, alpha):
+        return "too few samples", math.nan
+    if np.all(a == a[0]) and np.array_equal(np.unique(a), np.unique(b)):
+        return "no change", 1.0  # one constant on both sides: the U statistic has no variance
+    p_value = float(mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    if math.isnan(p_value) or p_value >= alpha:
+        return "no change", p_value
+    shift = np.sign(np.median(b) - np.median(a)) or np.sign(np.mean(b) - np.mean(a))
+    if better == UNKNOWN or shift == 0:
+        return "changed", p_value
+    return ("improved" if shift == better else "regressed"), p_value
+
+
+def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: bool, alpha: float) -> dict[str, Any]:
+    metric, unit = key[KEY.index("metric")], key[KEY.index("unit")]
+    better = direction(metric, unit)
+    row: dict[str, Any] = dict(zip(KEY, key, strict=True))
+    row.update(
+        n_a=a.size,
+        n_b=b.size,
+        median_a=math.nan,
+        median_b=math.nan,
+        change=math.nan,
+        change_low=math.nan,
+        change_high=math.nan,
+        p_value=math.nan,
+        better={HIGHER: "higher", LOWER: "lower"}.get(better, ""),
+        client_bound=bound,
+    )
+    if a.size == 0 or b.size == 0:
+        row["label"] = "only in B" if a.size == 0 else "only in A"
+        row["median_a" if a.size else "median_b"] = float(np.median(a if a.size else b))
+        return row
+    row.update(median_a=float(np.median(a)), median_b=float(np.median(b)))
+    row["change"], row["change_low"], row["change_high"] = _change(a, b)
+    row["label"], row["p_value"] = _label(a, b, metric, better, alpha)
+    if row["label"] in ("equal", "differs"):
+        row["change_low"] = row["change_high"] = math.nan  # exact counts: no sampling error to bound
+    return row
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per series (`KEY`) of either run: medians, change = median(B)/median(A) - 1 with its 95%
+    bootstrap interval, the U test's p-value and a label from `LABELS`. `client_bound` is true when any row of
+    the series in either run was limited by the load generator (then it says little about the server)."""
+    tidy_a, tidy_b = _tidy(a), _tidy(b)
+    values_a = {k: g["value"].to_numpy(dtype=float) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
+    values_b = {k: g["value"].to_numpy(dtype=float) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
+    bound = {
+        k: bool(g["client_bound"].any())
+        for frame in (tidy_a, tidy_b)
+        for k, g in frame.groupby(KEY, sort=False, dropna=False)
+    }
+    empty = np.empty(0)
+    rows = [
+        _row(key, values_a.get(key, empty), values_b.get(key, empty), bound[key], alpha)
+        for key in sorted({*values_a, *values_b}, key=lambda k: tuple(map(str, k)))
+    ]
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out.attrs.update(run_a=_run_id(a), run_b=_run_id(b), alpha=alpha)
+    return out
+
+
+def _run_id(frame: pd.DataFrame) -> str:
+    return ",".join(sorted(map(str, frame["run_id"].dropna().unique()))) if "run_id" in frame else ""
+
+
+def worst_regression(df: pd.DataFrame) -> float:
+    """The largest change in the worse direction among rows labelled "regressed", as a fraction (0.25 = 25%
+    worse; a throughput that fell from 100 to 75 counts 0.25); 0.0 when nothing regressed."""
+    regressed = df[df["label"] == "regressed"]
+    if regressed.empty:
+        return 0.0
+    sign = regressed["better"].map({"lower": 1.0, "higher": -1.0})
+    return float(max(0.0, (regressed["change"] * sign).max()))
+
+
+def _fmt(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return ""
+    number = f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
+    return f"{number} {unit}".strip()
+
+
+def _pct(value: float) -> str:
+    return "" if math.isnan(value) else f"{value * 100:+.1f}%"
+
+
+def _ordered(df: pd.DataFrame) -> pd.DataFrame:
+    rank = {label: i for i, label in enumerate(LABELS)}
+    return df.assign(_rank=df["label"].map(rank)).sort_values(["_rank", *KEY], kind="stable").drop(columns="_rank")
+
+
+def to_markdown(df: pd.DataFrame, *, only_changes: bool = False) -> str:
+    """A GitHub-flavoured table for a CI comment, regressions first; `only_changes` drops "no change"/"equal"."""
+    shown = _ordered(df[~df["label"].isin(["no change", "equal"])] if only_changes else df)
+    if shown.empty:
+        return "_no series changed_" if only_changes else "_no series to compare_"
+    table = pd.DataFrame(
+        {
+            "series": [
+                " / ".join(str(p) for p in parts if p)
+                for parts in zip(
+                    shown["suite"],
+                    shown["case"],
+                    shown["implementation"],
+                    shown["variant"],
+                    shown["driver"],
+                    strict=True,
+                )
+            ],
+            "metric": shown["metric"],
+            "params": shown["params"].replace("{}", ""),
+            "A": [_fmt(v, u) for v, u in zip(shown["median_a"], shown["unit"], strict=True)],
+            "B": [_fmt(v, u) for v, u in zip(shown["median_b"], shown["unit"], strict=True)],
+            "change": shown["change"].map(_pct),
+            "95% CI": [
+                f"[{_pct(lo)}, {_pct(hi)}]" if not math.isnan(lo) else ""
+                for lo, hi in zip(shown["change_low"], shown["change_high"], strict=True)
+            ],
+            "p": shown["p_value"].map(lambda p: "" if math.isnan(p) else f"{p:.3g}"),
+            "result": [f"**{label}**" if label in ("regressed", "differs") else label for label in shown["label"]],
+        }
+    )
+    table["result"] += np.where(shown["client_bound"], " (client-bound)", "")
+    if (table["params"] == "").all():
+        table = table.drop(columns="params")
+    return table.to_markdown(index=False)
+
+
+_COLOURS = {
+    "improved": "#2ca02c",
+    "regressed": "#d62728",
+    "changed": "#ff7f0e",
+    "no change": "#7f7f7f",
+    "too few samples": "#c7c7c7",
+}
+
+
+def compare_figure(df: pd.DataFrame, path: Path, *, max_rows: int = 60) -> Path:
+    """Horizontal bars of each series' relative change (%) with its interval as whiskers, coloured by label;
+    exact-count and one-sided series are left out, and only the `max_rows` largest changes are drawn."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    shown = df[df["label"].isin(list(_COLOURS)) & df["change"].notna()]
+    shown = shown.loc[shown["change"].abs().sort_values(ascending=False).index[:max_rows]].iloc[::-1]
+    fig = Figure(figsize=(9, 1.5 + 0.3 * max(len(shown), 1)), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    change = shown["change"].to_numpy() * 100
+    low = np.nan_to_num(change - shown["change_low"].to_numpy() * 100)
+    high = np.nan_to_num(shown["change_high"].to_numpy() * 100 - change)
+    labels = [
+        " ".join(
+            str(part)
+            for part in (r.case, r.implementation, r.variant, r.driver, r.metric, "" if r.params == "{}" else r.params)
+            if part
+        )
+        for r in shown.itertuples()
+    ]
+    ax.barh(
+        range(len(shown)),
+        change,
+        xerr=[np.maximum(low, 0), np.maximum(high, 0)],
+        capsize=3,
+        color=[_COLOURS[label] for label in shown["label"]],
+    )
+    ax.set_yticks(range(len(shown)), labels, fontsize=8)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("change of the median, B vs A (%), 95% bootstrap interval")
+    ax.set_title(f"{df.attrs.get('run_b', 'B')} vs {df.attrs.get('run_a', 'A')}", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    present = [label for label in _COLOURS if label in set(shown["label"])]
+    ax.legend(handles=[Patch(color=_COLOURS[label], label=label) for label in present], fontsize=8)
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    return path
