@@ -55,7 +55,7 @@ def test_smoke_run_end_to_end(tmp_path):
     assert "io.unbuffered_read_syscalls" in summary and "reproduced" in summary
 
 
-NEW_SUITE = '''
+NEW_SUITE = """
 import pytest
 
 
@@ -63,7 +63,7 @@ import pytest
 def test_sort(benchmark, record, n):
     result = benchmark(sorted, list(range(n, 0, -1)))
     record("items", len(result), "count", case="sort_size", implementation="sorted", params={"n": n})
-'''
+"""
 
 
 def test_a_new_suite_file_gets_rows_a_figure_and_a_table(tmp_path):

@@ -36,6 +36,8 @@ fn record(bytes: usize) {
     });
 }
 
+// `GlobalAlloc` can only be implemented with an `unsafe impl` of `unsafe fn`s.
+#[allow(unsafe_code)]
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting only
 // touches thread-local cells.
 unsafe impl GlobalAlloc for CountingAllocator {

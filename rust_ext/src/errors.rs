@@ -21,7 +21,10 @@ pub(crate) enum ExtError {
 
 impl ExtError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Self::Io { path: path.into(), source }
+        Self::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 
@@ -35,7 +38,9 @@ impl From<ExtError> for PyErr {
                 let path = path.to_string_lossy().into_owned();
                 PyOSError::new_err((errno, source.to_string(), path))
             }
-            ExtError::InvalidInput(msg) | ExtError::InvalidArgument(msg) => PyValueError::new_err(msg),
+            ExtError::InvalidInput(msg) | ExtError::InvalidArgument(msg) => {
+                PyValueError::new_err(msg)
+            }
         }
     }
 }

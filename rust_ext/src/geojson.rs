@@ -88,7 +88,10 @@ impl TryFrom<RawGeometry> for Geometry {
                 if coords.has_uniform_depth(depth) {
                     Ok(Self::Coordinates(coords))
                 } else {
-                    Err(format!("{:?} coordinates must be nested {depth} arrays deep", raw.kind))
+                    Err(format!(
+                        "{:?} coordinates must be nested {depth} arrays deep",
+                        raw.kind
+                    ))
                 }
             }
             (Some(_), None, _) => Err(format!("{:?} without `coordinates`", raw.kind)),
@@ -106,7 +109,9 @@ impl Coordinates {
     fn has_uniform_depth(&self, depth: usize) -> bool {
         match self {
             Self::Position(numbers) => depth == 1 && numbers.len() >= 2,
-            Self::Nested(items) => depth > 1 && items.iter().all(|item| item.has_uniform_depth(depth - 1)),
+            Self::Nested(items) => {
+                depth > 1 && items.iter().all(|item| item.has_uniform_depth(depth - 1))
+            }
         }
     }
 }
@@ -192,7 +197,10 @@ pub(crate) struct Checksum {
 
 impl FeatureCollection {
     pub(crate) fn checksum(&self) -> Checksum {
-        let mut sum = Checksum { features: self.features.len() as u64, ..Checksum::default() };
+        let mut sum = Checksum {
+            features: self.features.len() as u64,
+            ..Checksum::default()
+        };
         for feature in &self.features {
             sum.properties += feature.properties.as_ref().map_or(0, |p| p.len() as u64);
             if let Some(geometry) = &feature.geometry {
@@ -253,7 +261,10 @@ mod tests {
     fn wrong_nesting_is_an_error_with_position() {
         let text = r#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[[1,2]]}}]}"#;
         let err = parse(text).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err.contains("Point coordinates") && err.contains("line 1"), "{err}");
+        assert!(
+            err.contains("Point coordinates") && err.contains("line 1"),
+            "{err}"
+        );
     }
 
     #[test]

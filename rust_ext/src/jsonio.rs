@@ -54,7 +54,9 @@ impl FromStr for WriteMode {
 
 pub(crate) fn check_capacity(capacity: usize) -> Result<usize, ExtError> {
     if capacity == 0 {
-        return Err(ExtError::InvalidArgument("capacity must be at least 1 byte".into()));
+        return Err(ExtError::InvalidArgument(
+            "capacity must be at least 1 byte".into(),
+        ));
     }
     Ok(capacity)
 }
@@ -91,12 +93,20 @@ fn parse_error(path: &Path, err: serde_json::Error) -> ExtError {
     if err.is_io() {
         return ExtError::io(path, std::io::Error::other(err.to_string()));
     }
-    let what = if err.is_eof() { "truncated JSON" } else { "invalid GeoJSON FeatureCollection" };
+    let what = if err.is_eof() {
+        "truncated JSON"
+    } else {
+        "invalid GeoJSON FeatureCollection"
+    };
     ExtError::InvalidInput(format!("{}: {what}: {err}", path.display()))
 }
 
 /// Parses the GeoJSON FeatureCollection at `path` through the given read path.
-pub(crate) fn parse_file(path: &Path, mode: ReadMode, capacity: usize) -> Result<ParseOutcome, ExtError> {
+pub(crate) fn parse_file(
+    path: &Path,
+    mode: ReadMode,
+    capacity: usize,
+) -> Result<ParseOutcome, ExtError> {
     let capacity = check_capacity(capacity)?;
     let start = Instant::now();
     let counted = syscalls::measure(|| -> Result<(FeatureCollection, u64), ExtError> {
@@ -107,7 +117,8 @@ pub(crate) fn parse_file(path: &Path, mode: ReadMode, capacity: usize) -> Result
             ReadMode::ReadAll => {
                 let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
                 let mut file = file;
-                file.read_to_end(&mut bytes).map_err(|e| ExtError::io(path, e))?;
+                file.read_to_end(&mut bytes)
+                    .map_err(|e| ExtError::io(path, e))?;
                 serde_json::from_slice(&bytes)
             }
         };
@@ -143,7 +154,9 @@ pub(crate) fn write_lines(
 ) -> Result<WriteOutcome, ExtError> {
     let capacity = check_capacity(capacity)?;
     if line_len == 0 {
-        return Err(ExtError::InvalidArgument("line_len must be at least 1 byte".into()));
+        return Err(ExtError::InvalidArgument(
+            "line_len must be at least 1 byte".into(),
+        ));
     }
     let line = line_bytes(line_len);
     let start = Instant::now();

@@ -14,8 +14,6 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 
-
-
 /// Outcome of one `parse_json_file` call.
 #[pyclass(frozen, get_all, module = "polyperf._native")]
 struct ParseResult {
@@ -65,7 +63,12 @@ impl WriteResult {
 /// for the calling thread only, and time is measured inside Rust, with the GIL released.
 #[pyfunction]
 #[pyo3(signature = (path, mode, capacity = 8192))]
-fn parse_json_file(py: Python<'_>, path: PathBuf, mode: &str, capacity: usize) -> PyResult<ParseResult> {
+fn parse_json_file(
+    py: Python<'_>,
+    path: PathBuf,
+    mode: &str,
+    capacity: usize,
+) -> PyResult<ParseResult> {
     let mode: jsonio::ReadMode = mode.parse()?;
     let outcome = py.detach(|| jsonio::parse_file(&path, mode, capacity))?;
     let sum = outcome.checksum;
@@ -77,7 +80,12 @@ fn parse_json_file(py: Python<'_>, path: PathBuf, mode: &str, capacity: usize) -
         positions: sum.positions,
         coordinate_sum: sum.coordinate_sum,
         properties: sum.properties,
-        checksum: (sum.features, sum.positions, sum.coordinate_sum, sum.properties),
+        checksum: (
+            sum.features,
+            sum.positions,
+            sum.coordinate_sum,
+            sum.properties,
+        ),
     })
 }
 
@@ -96,7 +104,11 @@ fn write_lines(
 ) -> PyResult<WriteResult> {
     let mode: jsonio::WriteMode = mode.parse()?;
     let outcome = py.detach(|| jsonio::write_lines(&path, lines, line_len, mode, capacity))?;
-    Ok(WriteResult { bytes: outcome.bytes, write_syscalls: outcome.write_syscalls, elapsed_ns: outcome.elapsed_ns })
+    Ok(WriteResult {
+        bytes: outcome.bytes,
+        write_syscalls: outcome.write_syscalls,
+        elapsed_ns: outcome.elapsed_ns,
+    })
 }
 
 #[pymodule]
@@ -109,4 +121,3 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bson_py::register(m)?;
     Ok(())
 }
-

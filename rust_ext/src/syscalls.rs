@@ -24,14 +24,23 @@ fn snapshot(proc_io: &File) -> io::Result<IoCounters> {
 }
 
 fn parse(text: &[u8]) -> io::Result<IoCounters> {
-    let text = std::str::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let text =
+        std::str::from_utf8(text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     let field = |name: &str| -> io::Result<u64> {
         text.lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
             .and_then(|value| value.trim().parse().ok())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("no `{name}` in /proc/thread-self/io")))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("no `{name}` in /proc/thread-self/io"),
+                )
+            })
     };
-    Ok(IoCounters { syscr: field("syscr")?, syscw: field("syscw")? })
+    Ok(IoCounters {
+        syscr: field("syscr")?,
+        syscw: field("syscw")?,
+    })
 }
 
 /// The read/write syscalls `work` issued on this thread, excluding the measurement's own.
@@ -44,7 +53,9 @@ pub(crate) struct Counted<T> {
 /// Runs `work` and counts its syscalls. The counters file is opened before the first snapshot so
 /// that opening it is not counted; the first snapshot's own `pread` lands inside the window and is
 /// subtracted (the kernel counts a read after it completes, so a snapshot never sees itself).
-pub(crate) fn measure<T, E>(work: impl FnOnce() -> Result<T, E>) -> Result<Result<Counted<T>, E>, io::Error> {
+pub(crate) fn measure<T, E>(
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<Result<Counted<T>, E>, io::Error> {
     let proc_io = File::open("/proc/thread-self/io")?;
     let before = snapshot(&proc_io)?;
     let result = work();

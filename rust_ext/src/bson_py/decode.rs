@@ -8,6 +8,9 @@
 //! against the array's own end accepts exactly the same inputs. Nesting is capped at [`MAX_DEPTH`]
 //! (pymongo is capped by Python's recursion limit, ~1,000 frames), so the native stack stays small.
 
+// Fills dicts and lists and makes floats/ints via CPython's C API directly, for speed.
+#![allow(unsafe_code)]
+
 use std::borrow::Cow;
 
 use pyo3::ffi;

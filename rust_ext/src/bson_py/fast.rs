@@ -7,6 +7,9 @@
 //! checked once against the real constructor (type, `==`, `repr`, every slot, `vars`); if pymongo ever
 //! changes a class so that the check fails, the decoder calls the class instead.
 
+// Builds instances through CPython type slots and member descriptors directly, which needs the C API.
+#![allow(unsafe_code)]
+
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple, PyType};

@@ -13,6 +13,9 @@
 //! the table taken and uses a private one for itself, so no thread ever waits for it while holding
 //! the GIL.
 
+// The key cache holds raw `str` pointers and fills strings in place via CPython's C API, for speed.
+#![allow(unsafe_code)]
+
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::ffi;

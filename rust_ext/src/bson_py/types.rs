@@ -4,6 +4,9 @@
 //! state), so `==`, `type()` and `repr()` agree; `fast` skips the Python-level constructors where it
 //! was verified to build identical objects.
 
+// Makes ints and bytes, calls classes (vectorcall) and datetimes via CPython's C API, for speed.
+#![allow(unsafe_code)]
+
 use pyo3::exceptions::PyImportError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -133,9 +136,10 @@ impl BsonTypes {
         time: u32,
         inc: u32,
     ) -> PyResult<Bound<'py, PyAny>> {
-        // SAFETY: each returns a new reference or NULL with an exception set.
+        // SAFETY: returns a new reference or NULL with an exception set.
         let time =
             unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLong(time.into()))? };
+        // SAFETY: as above.
         let inc =
             unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLong(inc.into()))? };
         match &self.timestamp_fast {
@@ -159,9 +163,10 @@ impl BsonTypes {
             word.copy_from_slice(half);
             u64::from_le_bytes(word)
         });
-        // SAFETY: each returns a new reference or NULL with an exception set.
+        // SAFETY: returns a new reference or NULL with an exception set.
         let high =
             unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLongLong(high))? };
+        // SAFETY: as above.
         let low =
             unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyLong_FromUnsignedLongLong(low))? };
         fast.build(py, &[high.as_ptr(), low.as_ptr()])
