@@ -1,0 +1,51 @@
+"""The `polyperf` command: a thin layer over the library (`polyperf.run`, `write_report`, ...); one module
+per group of commands, each adding its subparsers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from polyperf.cli import apps, runs, tools
+
+DESCRIPTION = """\
+polyperf re-measures published performance claims (buffered vs unbuffered I/O, BSON
+deserialization, Rust vs Go servers, build settings) on this machine, and writes tidy
+results, figures and a claims verdict table.
+
+typical use:
+  polyperf run                      # every suite, quick profile, report at the end
+  polyperf run io_buffering --profile smoke
+  polyperf report reports/latest    # re-render a run's report
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="polyperf", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in (runs, apps, tools):
+        group.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from polyperf.common.procs import install_signal_handlers
+    from polyperf.errors import PolyperfError
+
+    args = build_parser().parse_args(argv)
+    install_signal_handlers()
+    try:
+        return args.func(args)
+    except (FileNotFoundError, ValueError, PolyperfError) as exc:
+        print(f"polyperf: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("polyperf: interrupted; partial results are kept in the run directory", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,139 @@
+"""`polyperf run | report | compare`: runs of suites and what is made of them."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from polyperf.common.profiles import PROFILES
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from polyperf.runner import run
+
+    outcome = run(
+        args.suites,
+        profile=args.profile,
+        out=args.out,
+        suites_dir=args.suites_dir,
+        pytest_args=args.pytest_args or (),
+        report=not args.no_report,
+    )
+    print(f"\nrun directory: {outcome.run_dir}")
+    if outcome.report:
+        print(f"report:        {outcome.report}")
+    if outcome.interrupted:
+        print(
+            f"polyperf: interrupted by {outcome.interrupted}; the rows measured so far are kept in {outcome.run_dir}",
+            file=sys.stderr,
+        )
+        return 128 + signal.Signals[outcome.interrupted].value
+    if not outcome.ok:
+        print(
+            f"pytest exited with {outcome.pytest_exit_code}: see {outcome.run_dir / 'logs' / 'pytest.log'}",
+            file=sys.stderr,
+        )
+    return outcome.pytest_exit_code
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from polyperf.record.run_dir import finalize_run, resolve_run
+    from polyperf.report import write_report
+
+    run_dir = resolve_run(args.run)
+    finalize_run(run_dir)  # a run cut short by a crash gets its parquet/CSV here
+    print(write_report(run_dir))
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from polyperf.analyse.compare import compare, compare_figure, to_markdown, worst_regression
+    from polyperf.record import load_run, resolve_run
+
+    run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
+    table = compare(load_run(run_a), load_run(run_b), alpha=args.alpha)
+    print(
+        f"polyperf compare: A = {run_a.name}, B = {run_b.name} (change = B/A - 1, 95% interval; "
+        f"Mann-Whitney U at alpha {args.alpha})\n"
+    )
+    print(to_markdown(table, only_changes=args.only_changes))
+    figure = Path(args.figure) if args.figure else run_b / f"compare-{run_a.name}.png"
+    compare_figure(table, figure)
+    print(f"\nfigure: {figure}")
+    if args.markdown:
+        Path(args.markdown).write_text(to_markdown(table, only_changes=args.only_changes), encoding="utf-8")
+    worst = worst_regression(table)
+    if args.fail_on_regression is not None and worst * 100 > args.fail_on_regression:
+        print(
+            f"polyperf: a significant regression of {worst:.1%} exceeds {args.fail_on_regression:g}%", file=sys.stderr
+        )
+        return 1
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run suites (all by default), write the run directory and the report",
+        description="Run suites through pytest into OUT/runs/<run-id>/, point OUT/latest at "
+        "it, write report.html and summary.md, print their paths.",
+    )
+    p.add_argument(
+        "suites",
+        nargs="*",
+        metavar="SUITE",
+        help="suite names, the module name without test_ (e.g. io_buffering); default: all",
+    )
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="quick",
+        help="smoke: seconds (CI); quick: a few minutes (default); full: article sizes and beyond",
+    )
+    p.add_argument("--out", default="reports", help="output directory (default: reports)")
+    p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
+    p.add_argument("--no-report", action="store_true", help="skip writing the report")
+    p.add_argument(
+        "--pytest-args",
+        nargs=argparse.REMAINDER,
+        help="everything after this is passed to pytest (e.g. -k unbuffered -x)",
+    )
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser(
+        "report",
+        help="(re)write report.html and summary.md for a run",
+        description="Render a run directory's figures, claims table and summaries.",
+    )
+    p.add_argument(
+        "run",
+        nargs="?",
+        default="reports/latest",
+        help="run directory, or an output dir meaning its latest run (default: reports/latest)",
+    )
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "compare",
+        help="did B get faster or slower than A? per series, with intervals and a significance test",
+        description="Compares two runs series by series (suite, case, implementation, variant, driver, metric, "
+        "params): the change of the median with a 95%% bootstrap interval, a Mann-Whitney U test as benchstat "
+        "does it (alpha 0.05; 'too few samples' when no verdict is possible), labelled improved / regressed / "
+        "no change; exact counts (syscalls, allocations, rows) compared exactly. Writes a figure.",
+    )
+    p.add_argument("run_a", metavar="RUN_A", help="the baseline run directory (or an output dir: its latest)")
+    p.add_argument("run_b", metavar="RUN_B", help="the run to judge")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--only-changes", action="store_true", help="list only series that changed")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write the table as Markdown (CI comment)")
+    p.add_argument("--figure", default=None, metavar="PNG", help="default: RUN_B/compare-<run A>.png")
+    p.add_argument(
+        "--fail-on-regression",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="exit 1 when a significant regression is larger than PCT percent",
+    )
+    p.set_defaults(func=_cmd_compare)
