@@ -39,6 +39,8 @@ class CriterionEstimate:
     slope_s: float | None = None
     slope_lower_s: float | None = None
     slope_upper_s: float | None = None
+    # Each sample's time per iteration (sample.json: times / iters), for intervals of our own.
+    sample_s: tuple[float, ...] = ()
 
     @property
     def typical_s(self) -> float:
@@ -92,12 +94,15 @@ def _ids(new_dir: Path, root: Path) -> tuple[str, str, str | None, str]:
     return parts[0], parts[1] if len(parts) > 1 else "", "/".join(parts[2:]) or None, "/".join(parts)
 
 
-def _sample_counts(new_dir: Path) -> tuple[int | None, int | None]:
+def _samples(new_dir: Path) -> tuple[int | None, int | None, tuple[float, ...]]:
+    """(sample count, iterations over all samples, seconds per iteration of each sample)."""
     sample_path = new_dir / "sample.json"
     if not sample_path.is_file():
-        return None, None
-    iters = _load_json(sample_path).get("iters") or []
-    return len(iters), int(sum(iters))
+        return None, None, ()
+    data = _load_json(sample_path)
+    iters, times = data.get("iters") or [], data.get("times") or []
+    per_iteration = tuple(t / n * _NS for t, n in zip(times, iters, strict=False) if n)
+    return len(iters), int(sum(iters)), per_iteration
 
 
 def read_criterion(criterion_dir: Path) -> list[CriterionEstimate]:
@@ -111,7 +116,7 @@ def read_criterion(criterion_dir: Path) -> list[CriterionEstimate]:
         mean, mean_lo, mean_hi, level = _interval(estimates, "mean", estimates_path)
         median, median_lo, median_hi, _ = _interval(estimates, "median", estimates_path)
         std_dev = _interval(estimates, "std_dev", estimates_path)[0]
-        samples, iterations = _sample_counts(new_dir)
+        samples, iterations, sample_s = _samples(new_dir)
         slope = _interval(estimates, "slope", estimates_path)[:3] if estimates.get("slope") else (None,) * 3
         found.append(
             CriterionEstimate(
@@ -130,6 +135,7 @@ def read_criterion(criterion_dir: Path) -> list[CriterionEstimate]:
                 samples,
                 iterations,
                 *slope,
+                sample_s,
             )
         )
     return sorted(found, key=lambda e: e.full_id)

@@ -18,7 +18,7 @@ from typing import Any
 from polyperf.common.paths import REPO_ROOT
 from polyperf.record.schema import SCHEMA_VERSION
 
-__all__ = ["collect_env", "write_env"]
+__all__ = ["add_note", "collect_env", "write_env"]
 
 
 def _command_output(*cmd: str, cwd: Path | None = None) -> str | None:
@@ -113,3 +113,12 @@ def write_env(run_dir: Path, **extra: Any) -> dict[str, Any]:
     env.update(extra)
     path.write_text(json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
     return env
+
+
+def add_note(run_dir: Path, note: str) -> None:
+    """Adds a line to the run's `notes` in env.json (what was not measured and why, e.g. a missing tool); the
+    report shows them at the top."""
+    path = Path(run_dir) / "env.json"
+    env = json.loads(path.read_text()) if path.exists() else {}
+    notes = [*env.get("notes", []), note]
+    write_env(run_dir, notes=list(dict.fromkeys(notes)))

@@ -77,6 +77,7 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     banner = []
     if env.get("interrupted"):
         banner.append(f"This run was interrupted ({env['interrupted']}): it holds the rows measured until then.")
+    banner += [f"Not measured: {note}" for note in env.get("notes", [])]
     md = [
         f"# polyperf run {run_dir.name}\n",
         *[f"**{b}**\n" for b in banner],

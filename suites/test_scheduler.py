@@ -1,0 +1,165 @@
+"""The Tokio scheduler microbenchmarks of "Making the Tokio scheduler 10x faster" (2019), old vs new, with Go
+beside them: spawn_many, yield_many, ping_pong and chained_spawn, as Tokio defines them today.
+
+- new: Tokio's multi-thread runtime (workers = the CPUs this run may use) and its current-thread runtime
+  (`rust_apps/sched_bench`, criterion);
+- old: the pre-2019 work-stealing pool itself, tokio-threadpool 0.1.18 under tokio 0.1.22
+  (`rust_apps/sched_bench_old`, its own lock file, criterion);
+- Go: the same shapes with goroutines and channels (`go test -bench`) at GOMAXPROCS = those CPUs and 1.
+
+No load generator runs beside a microbenchmark, so it may use every CPU of the run (recorded in params).
+The three are interleaved round by round (new, old, Go, new, old, Go …), so drift of a shared machine
+hits all of them alike. Each criterion sample (time per iteration) is a row; so is each Go result line.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from polyperf.common import procs
+from polyperf.common.cpus import cpu_label
+from polyperf.common.logs import log_tail
+from polyperf.common.paths import GO_APPS, RUST_APPS
+from polyperf.common.tools import require_tool
+from polyperf.measure.microbench import parse_go_bench, read_criterion
+from polyperf.record.env import add_note
+
+OLD_CRATE = RUST_APPS / "sched_bench_old"
+SHAPES = {
+    "SpawnMany": "spawn_many",
+    "YieldMany": "yield_many",
+    "PingPong": "ping_pong",
+    "ChainedSpawn": "chained_spawn",
+}
+BUILD_TIMEOUT = 1800  # a cold build of either crate takes ~4 min on 2 busy cores
+RUN_TIMEOUT = 600
+
+
+@pytest.fixture(scope="module")
+def plan(profile):
+    return {
+        "rounds": profile.pick(smoke=1, quick=2, full=5),
+        "criterion": profile.pick(
+            smoke=["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"],
+            quick=["--warm-up-time", "0.3", "--measurement-time", "1", "--sample-size", "10"],
+            full=["--warm-up-time", "3", "--measurement-time", "10", "--sample-size", "50"],
+        ),
+        "go_benchtime": profile.pick(smoke="100ms", quick="300ms", full="2s"),
+    }
+
+
+@pytest.fixture(scope="module")
+def cpus():
+    return sorted(os.sched_getaffinity(0))
+
+
+def _run(cmd, *, cwd, log, env=None, timeout=RUN_TIMEOUT):
+    code = procs.run(cmd, log_path=log, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
+    if code != 0:
+        raise AssertionError(f"`{' '.join(cmd)}` exited with {code} (log {log}): {log_tail(log, 6)}")
+
+
+def _cargo_bench(cwd, bench, criterion_home, args, log, workers, *, no_run=False):
+    cmd = ["cargo", "bench", "--locked", "--bench", bench, *(["--no-run"] if no_run else ["--", *args])]
+    env = {"POLYPERF_WORKERS": str(workers), "CRITERION_HOME": str(criterion_home), "CARGO_TERM_COLOR": "never"}
+    _run(cmd, cwd=cwd, log=log, env=env, timeout=BUILD_TIMEOUT if no_run else RUN_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def old_build(run_dir, cpus):
+    """None when the 2019 thread pool builds here, else why not (the report and claims say so)."""
+    require_tool("cargo")
+    try:
+        _cargo_bench(
+            OLD_CRATE,
+            "old_scheduler",
+            run_dir / "criterion",
+            [],
+            run_dir / "logs" / "sched-old-build.log",
+            len(cpus),
+            no_run=True,
+        )
+    except AssertionError as exc:
+        return str(exc)
+    return None
+
+
+def _record_criterion(record, folder, *, implementation, repeat, params):
+    found = read_criterion(folder)
+    assert found, f"criterion wrote no estimates under {folder}"
+    for estimate in found:
+        common = {
+            "case": estimate.function,
+            "implementation": implementation,
+            "variant": estimate.group,
+            "repeat": repeat,
+            "params": params,
+        }
+        for i, seconds in enumerate(estimate.sample_s):
+            record("seconds", seconds, "s", **{**common, "params": {**params, "sample": i, "round": repeat}})
+        record("criterion_estimate_s", estimate.typical_s, "s", **common)
+    return found
+
+
+def test_scheduler_rounds(record, run_dir, plan, cpus, old_build):
+    """Round by round: new Tokio (both runtimes), the old thread pool, Go at two GOMAXPROCS values."""
+    require_tool("go")
+    workers = len(cpus)
+    params = {"cpus": cpu_label(cpus), "workers": workers}
+    logs = run_dir / "logs"
+    _cargo_bench(RUST_APPS, "scheduler", run_dir / "criterion", [], logs / "sched-new-build.log", workers, no_run=True)
+    for rnd in range(plan["rounds"]):
+        home = run_dir / "criterion" / f"round-{rnd}"
+        _cargo_bench(RUST_APPS, "scheduler", home / "new", plan["criterion"], logs / f"sched-new-{rnd}.log", workers)
+        new = _record_criterion(record, home / "new", implementation="tokio", repeat=rnd, params=params)
+        assert {e.group for e in new} == {"multi_thread", "current_thread"}
+        if old_build is None:
+            _cargo_bench(
+                OLD_CRATE,
+                "old_scheduler",
+                home / "old",
+                [*plan["criterion"], "old_threadpool/"],
+                logs / f"sched-old-{rnd}.log",
+                workers,
+            )
+            _record_criterion(record, home / "old", implementation="tokio 0.1", repeat=rnd, params=params)
+        go_log = logs / f"sched-go-{rnd}.log"
+        gomaxprocs = sorted({workers, 1}, reverse=True)
+        _run(
+            [
+                "go",
+                "test",
+                "-run",
+                "^$",
+                "-bench",
+                ".",
+                "-benchmem",
+                "-benchtime",
+                plan["go_benchtime"],
+                "-count",
+                "1",
+                "-cpu",
+                ",".join(map(str, gomaxprocs)),
+                "./internal/schedbench",
+            ],
+            cwd=GO_APPS,
+            log=go_log,
+        )
+        lines = [line for line in parse_go_bench(go_log.read_text()) if line.name in SHAPES]
+        assert len(lines) == len(SHAPES) * len(gomaxprocs), go_log.read_text()[-2000:]
+        for line in lines:
+            common = {
+                "case": SHAPES[line.name],
+                "implementation": "go",
+                "variant": f"gomaxprocs={line.procs}",
+                "repeat": rnd,
+                "params": {**params, "iterations": line.iterations},
+            }
+            record("seconds", line.seconds_per_op, "s", **common)
+            record("bytes_per_op", line.bytes_per_op or 0.0, "bytes", **common)
+            record("allocs_per_op", line.allocs_per_op or 0.0, "count", **common)
+    if old_build is not None:
+        add_note(run_dir, f"scheduler: the old tokio 0.1 thread pool did not build here: {old_build}")
+        pytest.xfail(f"tokio 0.1's thread pool did not build here, so old vs new is not measured: {old_build}")
