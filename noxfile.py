@@ -28,8 +28,13 @@ def _install(session: nox.Session, extras: str = "") -> None:
 
 
 def _install_load_tools(session: nox.Session) -> None:
-    # oha is built from crates.io into .tools/ at a pinned version (cargo install --locked).
-    session.run("python", "-c", "from polyperf.load import ensure_oha; print(ensure_oha())")
+    # oha (crates.io, cargo install --locked) and bombardier (Go module proxy) are built into .tools/ at
+    # pinned versions: no apt step on a fresh machine.
+    session.run(
+        "python",
+        "-c",
+        "from polyperf.load import ensure_bombardier, ensure_oha; print(ensure_oha(), ensure_bombardier())",
+    )
 
 
 def _require(session: nox.Session, tool: str, hint: str) -> None:

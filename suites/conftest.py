@@ -3,7 +3,7 @@ polyperf pytest plugin; the load suites get `load_env`, a `LoadEnv` over their m
 
 import pytest
 
-from polyperf.load import ensure_oha
+from polyperf.load import ensure_bombardier, ensure_oha
 from polyperf.measure.flamegraph import ensure_inferno
 from polyperf.record.load_env import LoadEnv
 
@@ -14,15 +14,19 @@ pytest_plugins = ["polyperf.record.pytest_plugin"]
 def load_env(fleet, record, load_options, run_dir):
     """Measured, recorded load runs against the module's `fleet` (a module-level fixture of the suite)."""
     ensure_oha()
+    ensure_bombardier()
     if load_options.flamegraph:
         ensure_inferno()
-    return LoadEnv(
+    env = LoadEnv(
         fleet,
         record,
         client_cpus=load_options.client_cpus,
         log_dir=run_dir / "logs",
         flamegraph_dir=run_dir / "flamegraphs" if load_options.flamegraph else None,
     )
+    if load_options.auto_quota and fleet.budgets:
+        env.params["cpu_quota_auto"] = env.calibrate_cpu_quota()
+    return env
 
 
 @pytest.fixture

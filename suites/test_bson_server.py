@@ -40,7 +40,7 @@ def _targets(documents):
 
 @pytest.fixture(scope="module")
 def fleet(load_options, run_dir, plan):
-    with Fleet(_targets(plan["documents"]), log_dir=run_dir / "logs", server_cpus=load_options.server_cpus) as fleet:
+    with Fleet(_targets(plan["documents"]), log_dir=run_dir / "logs", **load_options.fleet) as fleet:
         yield fleet
 
 

@@ -10,7 +10,7 @@ this shared machine hits all of them alike:
 - `fixed_rate`: oha at one rate all apps sustain, latency corrected for coordinated omission;
 - `locust`: locust's FastHttpUser, a step ramp of users (its rps history is kept): what a Python
   client sees, ~10x below the native driver's ceiling — the report says which driver made which number;
-- `driver_ceiling`: oha vs wrk on the fastest target, to show oha's ceiling is wrk's.
+- `driver_ceiling`: oha vs bombardier (and wrk where installed) on the fastest target: oha is not the limit.
 
 The fixed rate and the fastest target come from an explicit, unrecorded calibration (`ceilings`).
 """
@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import pytest
 
+from polyperf.errors import ToolchainMissing
 from polyperf.load import ensure_wrk
+from polyperf.record.env import add_note
 from polyperf.serve.fleet import Fleet, Target
 
 TARGETS = [
@@ -50,7 +52,7 @@ def plan(profile):
 
 @pytest.fixture(scope="module")
 def fleet(load_options, run_dir):
-    with Fleet(TARGETS, log_dir=run_dir / "logs", server_cpus=load_options.server_cpus) as fleet:
+    with Fleet(TARGETS, log_dir=run_dir / "logs", **load_options.fleet) as fleet:
         yield fleet
 
 
@@ -111,13 +113,19 @@ def test_locust(env, plan):
                 env.record("history_users", users, "count", **common)
 
 
-def test_driver_ceiling(env, plan, ceilings):
-    """oha and wrk, interleaved, same connections and duration, on the fastest calibrated target."""
-    ensure_wrk()
+def test_driver_ceiling(env, plan, ceilings, run_dir):
+    """oha against a second native generator on the fastest calibrated target, interleaved, same connections
+    and duration: bombardier (installed by the project) everywhere, and wrk, the articles' tool, where present."""
     fastest = max(ceilings, key=ceilings.__getitem__, default=None)
     target = next((t for t in TARGETS if t.key == fastest), None)
     if target is None:
         pytest.skip("no target was calibrated")
+    drivers = ["oha", "bombardier"]
+    try:
+        ensure_wrk()
+        drivers.append("wrk")
+    except ToolchainMissing as exc:
+        add_note(run_dir, f"http_frameworks: oha vs wrk ({exc})")
     for repeat in range(plan["wrk_repeats"]):
-        env.oha(target, case="driver_ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=64)
-        env.wrk(target, case="driver_ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=64)
+        for driver in drivers:
+            env.run(target, driver, case="driver_ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=64)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,15 +43,30 @@ def _toolchain_version(tool: str) -> str:
     return done.stdout.strip()
 
 
+def _source_roots(app: App) -> list[Path]:
+    """What an app's binary is built from: for Rust the workspace's own files, the app's crate and the
+    workspace crates it depends on (so a change elsewhere in the workspace does not force the build-settings
+    variants into a clean rebuild); for Go the whole module."""
+    if app.language != "rust":
+        return [GO_APPS]
+    manifest = tomllib.loads((app.source_dir / "Cargo.toml").read_text())
+    local = [
+        RUST_APPS / name for name in manifest.get("dependencies", {}) if (RUST_APPS / name / "Cargo.toml").exists()
+    ]
+    return [*sorted(RUST_APPS.glob("*.toml")), RUST_APPS / "Cargo.lock", app.source_dir, *local]
+
+
 def _fingerprint(app: App, variant: str) -> str:
-    root = RUST_APPS if app.language == "rust" else GO_APPS
     skip = {"target", "bin", ".git"}
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if (rel.parts and rel.parts[0] in skip) or not path.is_file() or path.suffix not in _SOURCE_SUFFIXES:
-            continue
-        digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for root in _source_roots(app):
+        paths = [root] if root.is_file() else []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in skip)  # prune every target/
+            paths += [Path(folder) / name for name in sorted(files)]
+        for path in paths:
+            if path.suffix in _SOURCE_SUFFIXES and path.exists():
+                digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
     spec = app.variants[variant]
     digest.update(repr((variant, spec, _toolchain_version("go" if app.language == "go" else "cargo"))).encode())
     return digest.hexdigest()
@@ -64,6 +81,8 @@ def _command(app: App, variant: str) -> tuple[list[str], Path, dict[str, str]]:
             cmd += ["--features", ",".join(spec.features)]
         if spec.rustflags:
             env["RUSTFLAGS"] = spec.rustflags
+        if spec.own_target_dir:
+            env["CARGO_TARGET_DIR"] = str(app.target_dir(variant))
         return cmd, RUST_APPS, env
     app.binary(variant).parent.mkdir(parents=True, exist_ok=True)
     cmd = ["go", "build", "-trimpath", "-o", str(app.binary(variant)), f"./cmd/{app.name}"]
@@ -82,6 +101,8 @@ def build(spec: str, *, force: bool = False, log_dir: Path | None = None) -> Bui
         if saved.get("fingerprint") == fingerprint:
             return BuildResult(app.name, variant, binary, saved["seconds"], binary.stat().st_size, cached=True)
     cmd, cwd, env = _command(app, variant)
+    if app.variants[variant].own_target_dir:  # a clean build: its time is what these settings cost
+        shutil.rmtree(app.target_dir(variant), ignore_errors=True)
     log = Path(log_dir or tempfile.mkdtemp(prefix="polyperf-build-")) / f"build-{app.name}-{variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"$ {' '.join(cmd)}\n")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from polyperf.cli import apps, runs, tools
+from polyperf.cli import apps, remote, runs, tools
 
 DESCRIPTION = """\
 polyperf re-measures published performance claims (buffered vs unbuffered I/O, BSON
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polyperf", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (runs, apps, tools):
+    for group in (runs, apps, tools, remote):
         group.add_parsers(sub)
     return parser
 

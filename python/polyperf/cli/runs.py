@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
 
 from polyperf.common.profiles import PROFILES
 
+# `polyperf run` options that the load suites read through the pytest plugin (pytest option = CLI option)
+_LOAD_OPTIONS = ("server_cpus", "client_cpus", "server_cpu_quota", "cpu_quota_period_ms")
+
+
+def _load_options(args: argparse.Namespace) -> list[str]:
+    given = [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in _LOAD_OPTIONS if getattr(args, name)]
+    return [*given, *(["--flamegraph"] if args.flamegraph else [])]
+
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from polyperf.runner import run
 
+    if args.database_url:  # through the environment, not pytest's argv: a URL may hold a password
+        os.environ["POLYPERF_DATABASE_URL"] = args.database_url
     outcome = run(
         args.suites,
         profile=args.profile,
         out=args.out,
         suites_dir=args.suites_dir,
-        pytest_args=args.pytest_args or (),
+        pytest_args=[*_load_options(args), *(args.pytest_args or ())],
         report=not args.no_report,
     )
     print(f"\nrun directory: {outcome.run_dir}")
@@ -95,6 +106,28 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
     p.add_argument("--no-report", action="store_true", help="skip writing the report")
+    load = p.add_argument_group("load suites (servers and load generators pinned apart)")
+    load.add_argument(
+        "--server-cpus", default=None, help="CPUs the servers run on, e.g. 0 or 0-1 (default: first half)"
+    )
+    load.add_argument("--client-cpus", default=None, help="CPUs the load generators run on (default: the rest)")
+    load.add_argument(
+        "--server-cpu-quota",
+        default=None,
+        metavar="FRACTION|auto",
+        help="put each server in a CPU cgroup with this many CPUs of quota (e.g. 0.5) so one client core can "
+        "saturate it and capacity per server CPU-second is measured at saturation; auto: the largest budget at "
+        "which the client is not the limit (needs root and a writable cgroup v1 `cpu` or v2 `cpu.max`)",
+    )
+    load.add_argument("--cpu-quota-period-ms", type=float, default=None, help="the budget's CFS period (default 10)")
+    load.add_argument("--flamegraph", action="store_true", help="add a perf flamegraph of each server (needs perf)")
+    load.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="your PostgreSQL for the database suites instead of a throwaway cluster (tables named per run, "
+        "never dropped; the restart cases are skipped)",
+    )
     p.add_argument(
         "--pytest-args",
         nargs=argparse.REMAINDER,

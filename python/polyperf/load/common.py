@@ -1,5 +1,6 @@
-"""What every load driver shares: the bounds of a run, the loopback-only rule, and `LoadResult`, the one
-shape in which oha, wrk and locust report back (base units: seconds, counts, requests per second).
+"""What every load driver shares: the bounds of a run, the loopback-only rule (another host only by explicit
+opt-in), and `LoadResult`, the one shape in which oha, wrk and locust report back (base units: seconds,
+counts, requests per second).
 
 Drivers (`native_driver`, `locust_driver`) produce it; `measure` adds the server's and the client's
 cost over the same window; the suites turn both into rows.
@@ -25,6 +26,7 @@ __all__ = [
     "OnSpawn",
     "TargetNotLoopback",
     "require_loopback",
+    "require_target",
 ]
 
 # Client-side latency percentiles every driver reports (SEEDS.md §4 used p90; p99.9 shows the tail).
@@ -39,11 +41,15 @@ class LoadFailed(PolyperfError):
 
 
 class TargetNotLoopback(LoadFailed, ValueError):
-    """polyperf only ever loads 127.0.0.0/8 or ::1: never a machine that did not agree to be loaded."""
+    """polyperf loads 127.0.0.0/8 or ::1 unless told `--allow-remote`: never a machine that did not agree."""
 
 
-def require_loopback(url: str) -> str:
-    """Returns `url` if its host is a loopback address (names are resolved); raises `TargetNotLoopback`."""
+def require_target(url: str, *, allow_remote: bool = False) -> str:
+    """Returns `url` if polyperf may load it; raises `TargetNotLoopback` (one line) otherwise.
+
+    By default only loopback hosts (names are resolved) are accepted; `allow_remote=True` is the explicit
+    opt-in (`--allow-remote` on the command line) for a server on another host that agreed to be loaded.
+    Either way the URL must be http(s) with a host that resolves."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetNotLoopback(f"load target {url!r} is not an http(s) URL with a host")
@@ -52,13 +58,20 @@ def require_loopback(url: str) -> str:
         addresses = {info[4][0] for info in socket.getaddrinfo(host, parts.port or 80, proto=socket.IPPROTO_TCP)}
     except socket.gaierror as exc:
         raise TargetNotLoopback(f"load target {url!r}: cannot resolve {host!r} ({exc})") from None
+    if not addresses:
+        raise TargetNotLoopback(f"load target {url!r}: {host!r} resolves to nothing")
     foreign = sorted(a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
-    if foreign or not addresses:
+    if foreign and not allow_remote:
         raise TargetNotLoopback(
-            f"refusing to load {url!r}: {host!r} resolves to {', '.join(foreign) or 'nothing'}, not loopback "
-            "(polyperf only loads servers it started on 127.0.0.1)"
+            f"refusing to load {url!r}: {host!r} resolves to {', '.join(foreign)}, not loopback; pass "
+            "--allow-remote (allow_remote=True) only for a server on another host that agreed to be loaded"
         )
     return url
+
+
+def require_loopback(url: str) -> str:
+    """Returns `url` if its host is a loopback address (names are resolved); raises `TargetNotLoopback`."""
+    return require_target(url, allow_remote=False)
 
 
 @dataclass(frozen=True)

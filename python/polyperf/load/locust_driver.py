@@ -6,10 +6,18 @@ at `spawn_rate`; or a step ramp (`steps`, a `LoadTestShape`). One process runs a
 out, so the client can use every core it is given. Every process is started by `procs.spawn`, pinned
 to the client CPUs, and stopped on the way out whatever happens.
 
+Across hosts: `external_workers=N` makes the master bind `master_bind` ("ADDR:PORT", e.g. the lab
+network's address) and wait (bounded by `worker_wait`) for N more workers started elsewhere with
+`polyperf worker --master ADDR:PORT`; the request budget is split evenly over every worker.
+
 locust itself runs in those child processes (`locust_child.py`), never in the harness: importing it
 monkey-patches the interpreter for gevent. Its stats come from locust's own objects (`RequestStats`:
 counts, failures, response-time percentiles, requests per second), which round response times to
 whole milliseconds below 100 ms: `latency_resolution` says so, and reports must too.
+
+POST mode (`method="POST"`, `body`: a JSON string, or "devices" for a random device per request):
+`think` seconds between a user's requests, `timeout` per request, stopped users finish their request,
+and every request is logged (`extra["requests_logs"]`, read with `polyperf.serve.rows_check`).
 """
 
 from __future__ import annotations
@@ -25,13 +33,27 @@ from urllib.parse import urlsplit
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.net import free_port
-from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
+from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, require_target
 
-__all__ = ["LOCUST_RESOLUTION", "run_locust"]
+__all__ = ["DEFAULT_MASTER_PORT", "LOCUST_RESOLUTION", "connect_host", "parse_hostport", "run_locust"]
 
 CHILD = Path(__file__).with_name("locust_child.py")
 LOCUST_RESOLUTION = 0.001  # locust stores response times in whole ms below 100 ms (coarser above)
 STARTUP_ALLOWANCE = 45.0  # importing locust/gevent and connecting workers, on a busy 2-core box
+DEFAULT_MASTER_PORT = 5557  # locust's own default
+
+
+def parse_hostport(text: str, default_port: int = DEFAULT_MASTER_PORT) -> tuple[str, int]:
+    """ "ADDR:PORT", "ADDR", "[::1]:PORT" -> (host, port) (pure)."""
+    parts = urlsplit(f"//{text}")
+    if not parts.hostname:
+        raise ValueError(f"{text!r} is not ADDR[:PORT]")
+    return parts.hostname, parts.port or default_port
+
+
+def connect_host(bind: str) -> str:
+    """Where a local worker reaches a master bound to `bind` (a wildcard bind is reached on loopback)."""
+    return "127.0.0.1" if bind in ("", "*", "0.0.0.0") else bind
 
 
 def _spawn(
@@ -76,16 +98,28 @@ def run_locust(
     processes: int | None = None,
     on_spawn: OnSpawn | None = None,
     alive: Callable[[], None] | None = None,
+    allow_remote: bool = False,
+    external_workers: int = 0,
+    master_bind: str | None = None,
+    worker_wait: float = 60.0,
+    method: str = "GET",
+    body: str | None = None,
+    think: float = 0.0,
+    timeout: float | None = None,
 ) -> LoadResult:
-    """GETs `url` (loopback only) with locust until `bounds` stop it; see the module doc.
+    """GETs `url` (loopback unless `allow_remote`) with locust until `bounds` stop it; see the module doc.
 
     `steps` = [(users, seconds), ...] runs the step ramp instead of a fixed `users`.
-    `processes` defaults to one per client CPU (1 → LocalRunner, N > 1 → master + N workers).
+    `processes` defaults to one per client CPU (1 → LocalRunner, N > 1 → master + N workers), and to no
+    local worker when `external_workers` > 0 (then the master waits for those, on `master_bind`).
     `alive` is called while waiting (e.g. `Server.check_alive`); whatever it raises ends the run.
     """
-    require_loopback(url)
+    require_target(url, allow_remote=allow_remote)
     parts = urlsplit(url)
-    processes = processes or max(1, len(client_cpus))
+    if processes is None:
+        processes = 0 if external_workers else max(1, len(client_cpus))
+    workers = processes + external_workers if (external_workers or processes > 1) else 0
+    bind_host, bind_port = parse_hostport(master_bind or "127.0.0.1:0", 0)
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     tag = f"locust-{parts.port}-{time.time_ns()}"
@@ -98,28 +132,42 @@ def run_locust(
         "steps": [list(s) for s in steps],
         "duration": bounds.duration,
         "max_requests": bounds.max_requests,
-        "process_budget": math.ceil(bounds.max_requests / processes),
-        "workers": processes if processes > 1 else 0,
-        "master_port": free_port() if processes > 1 else 0,
+        "process_budget": math.ceil(bounds.max_requests / max(1, workers)),
+        "workers": workers,
+        "master_bind": bind_host,
+        "master_host": connect_host(bind_host),
+        "master_port": (bind_port or free_port(connect_host(bind_host))) if workers else 0,
+        "worker_wait": worker_wait,
+        "allow_remote": allow_remote,
         "out": str(out),
     }
+    if method != "GET":
+        cfg |= {
+            "method": method,
+            "body": body,
+            "think": think,
+            "timeout": timeout,
+            "requests_log": str(log_dir / f"{tag}-requests"),
+            "stop_timeout": (timeout or 10.0) + 1.0,  # a stopped user finishes its request: none is cut off
+        }
     cfg_path = log_dir / f"{tag}.config.json"
     cfg_path.write_text(json.dumps(cfg))
     started: list = []
     try:
-        if processes == 1:
+        if not workers:
             _spawn("local", cfg_path, log_dir, tag, client_cpus, started, on_spawn)
         else:
             _spawn("master", cfg_path, log_dir, tag, client_cpus, started, on_spawn)
             for _ in range(processes):
                 _spawn("worker", cfg_path, log_dir, tag, client_cpus, started, on_spawn)
-        _wait(started, time.monotonic() + STARTUP_ALLOWANCE + bounds.duration + bounds.grace, alive)
+        allowance = STARTUP_ALLOWANCE + (worker_wait if external_workers else 0.0)
+        _wait(started, time.monotonic() + allowance + bounds.duration + bounds.grace, alive)
     finally:
         for _role, proc, _log in reversed(started):
             procs.stop(proc, grace=5.0)
     if not out.exists():
         raise LoadFailed(f"locust wrote no result to {out}; log: {log_tail(started[0][2])}")
-    return _to_result(json.loads(out.read_text()), url, steps, users, processes, client_cpus, out)
+    return _to_result(json.loads(out.read_text()), url, steps, users, workers, client_cpus, out)
 
 
 def _to_result(
@@ -146,9 +194,14 @@ def _to_result(
         errors=data["errors"],
         status_counts={int(k): v for k, v in data["status_counts"].items()},
         history=[tuple(h) for h in data["history"]],
-        client_processes=processes + (1 if processes > 1 else 0),
+        client_processes=processes + 1 if processes else 1,
         client_cpus=tuple(client_cpus),
-        extra={"peak_users": data["peak_users"], "workers": data["workers"], "raw": str(raw)},
+        extra={
+            "peak_users": data["peak_users"],
+            "workers": data["workers"],
+            "raw": str(raw),
+            "requests_logs": sorted(str(p) for p in raw.parent.glob(f"{raw.stem}-requests-*.jsonl")),
+        },
     )
     result.check()
     return result

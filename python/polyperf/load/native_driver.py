@@ -24,9 +24,19 @@ from polyperf.common.logs import log_tail
 from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import cargo_install
 from polyperf.errors import ToolchainMissing
-from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
+from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
 
-__all__ = ["OHA_VERSION", "ensure_oha", "ensure_wrk", "oha_counts", "run_oha", "run_wrk", "wrk_counts"]
+__all__ = [
+    "OHA_VERSION",
+    "ensure_oha",
+    "ensure_wrk",
+    "oha_counts",
+    "oha_latency",
+    "run_child",
+    "run_oha",
+    "run_wrk",
+    "wrk_counts",
+]
 
 OHA_VERSION = "1.16.0"  # builds with --locked on Rust 1.95 (needs cmake and a C compiler: bundled sqlite)
 _OHA_KEYS = {0.5: "p50", 0.9: "p90", 0.99: "p99", 0.999: "p99.9"}
@@ -45,7 +55,7 @@ def ensure_wrk() -> Path:
     return Path(found)
 
 
-def _run_child(
+def run_child(
     cmd: list[str],
     *,
     bounds: Bounds,
@@ -97,6 +107,12 @@ def oha_counts(data: Mapping) -> tuple[int, int, dict[int, int], dict[str, int]]
     return sum(status.values()) + sum(errors.values()), successes, status, errors
 
 
+def oha_latency(data: Mapping) -> dict[float, float]:
+    """Percentile -> seconds from oha's JSON (those it reports; none when no request completed) (pure)."""
+    found = data.get("latencyPercentiles") or {}
+    return {p: float(found[key]) for p, key in _OHA_KEYS.items() if found.get(key) is not None}
+
+
 def run_oha(
     url: str,
     *,
@@ -107,10 +123,15 @@ def run_oha(
     rate: float | None = None,
     on_spawn: OnSpawn | None = None,
     alive: Callable[[], None] | None = None,
+    allow_remote: bool = False,
+    method: str = "GET",
+    body: str | None = None,
+    content_type: str = "application/json",
 ) -> LoadResult:
-    """oha against `url` (loopback only): closed model with `connections`, or open model at `rate`
-    requests/s with latency measured from each request's scheduled time (`--latency-correction`)."""
-    require_loopback(url)
+    """oha against `url` (loopback unless `allow_remote`): closed model with `connections`, or open model at
+    `rate` requests/s with latency measured from each request's scheduled time (`--latency-correction`).
+    `method` and `body` make every request the same POST (e.g. the matrix app's `{"n": 120}`)."""
+    require_target(url, allow_remote=allow_remote)
     oha = ensure_oha(install=False)
     log_dir = Path(log_dir)
     tag = f"oha-{time.time_ns()}"
@@ -134,7 +155,9 @@ def run_oha(
     ]
     if rate is not None:
         cmd += ["-q", f"{rate:g}", "--latency-correction"]
-    spawned, ended = _run_child(
+    if method != "GET" or body is not None:
+        cmd += ["-m", method, *(["-d", body, "-H", f"content-type: {content_type}"] if body is not None else [])]
+    spawned, ended = run_child(
         [*cmd, url],
         bounds=bounds,
         cpus=client_cpus,
@@ -150,11 +173,7 @@ def run_oha(
     requests, successes, status, errors = oha_counts(data)
     total = float(data["summary"]["total"])
     started = max(spawned, ended - total)
-    latency = {
-        p: float(data["latencyPercentiles"][key])
-        for p, key in _OHA_KEYS.items()
-        if data.get("latencyPercentiles", {}).get(key) is not None
-    }
+    latency = oha_latency(data)
     result = LoadResult(
         driver="oha",
         mode="fixed-rate" if rate else "closed",
@@ -221,9 +240,10 @@ def run_wrk(
     connections: int = 64,
     on_spawn: OnSpawn | None = None,
     alive: Callable[[], None] | None = None,
+    allow_remote: bool = False,
 ) -> LoadResult:
-    """wrk against `url` (loopback only), closed model: the reference for oha's ceiling."""
-    require_loopback(url)
+    """wrk against `url` (loopback unless `allow_remote`), closed model: the reference for oha's ceiling."""
+    require_target(url, allow_remote=allow_remote)
     wrk = ensure_wrk()
     log_dir = Path(log_dir)
     tag = f"wrk-{time.time_ns()}"
@@ -252,7 +272,7 @@ def run_wrk(
         str(script),
         url,
     ]
-    _spawned, ended = _run_child(
+    _spawned, ended = run_child(
         cmd,
         bounds=bounds,
         cpus=client_cpus,

@@ -1,6 +1,8 @@
 """What a load run cost, measured from outside the processes: the server's CPU seconds over exactly the
 measured window (→ CPU µs per request), its RSS (mean, peak) and threads, and the load generator's own
 CPU (→ `client_bound`: a result limited by the client, never to be read as the server's capacity).
+`extra={"db": pid}` samples more process trees over the same window (e.g. PostgreSQL's postmaster and
+every backend it forks), reported in `Measurement.extra`.
 
 A background thread samples both process trees from /proc (psutil) every `interval` seconds; the
 window's CPU is interpolated at the driver's own start and end timestamps. The pure part
@@ -13,8 +15,8 @@ import bisect
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 
 import psutil
@@ -166,12 +168,21 @@ class Sampler:
     """
 
     def __init__(
-        self, server_pid: int, *, cpus: Sequence[int] = (), interval: float = 0.05, rescan_every: int = 10
+        self,
+        server_pid: int,
+        *,
+        cpus: Sequence[int] = (),
+        interval: float = 0.05,
+        rescan_every: int = 10,
+        extra: Mapping[str, int] | None = None,
     ) -> None:
         self.server = _Tree([server_pid])
         self.client = _Tree([])
         self.server_samples: list[Sample] = []
         self.client_samples: list[Sample] = []
+        # more trees watched over the same window, e.g. {"db": postmaster pid}
+        self.extra = {name: _Tree([pid]) for name, pid in (extra or {}).items()}
+        self.extra_samples: dict[str, list[Sample]] = {name: [] for name in self.extra}
         self.cpus = list(cpus)
         self.interval = interval
         self.rescan_every = rescan_every
@@ -189,6 +200,8 @@ class Sampler:
             now = time.time()
             self.server_samples.append(self.server.sample(now))
             self.client_samples.append(self.client.sample(now))
+            for name, tree in self.extra.items():
+                self.extra_samples[name].append(tree.sample(now))
 
     def _loop(self) -> None:
         if self.cpus:
@@ -197,8 +210,8 @@ class Sampler:
         while not self._stop.is_set():
             if tick % self.rescan_every == 0:
                 with self._lock:
-                    self.server.rescan()
-                    self.client.rescan()
+                    for tree in (self.server, self.client, *self.extra.values()):
+                        tree.rescan()
             self.sample()
             tick += 1
             self._stop.wait(self.interval)
@@ -224,6 +237,7 @@ class Measurement:
     server: Usage
     client: Usage
     client_cores: int
+    extra: Mapping[str, Usage] = field(default_factory=dict)  # the `extra` trees of `measure`, by name
 
     @property
     def cpu_s_per_request(self) -> float:
@@ -262,15 +276,21 @@ def measure(
     client_cpus: Sequence[int],
     alive: Callable[[], None] | None = None,
     interval: float = 0.05,
+    extra: Mapping[str, int] | None = None,
 ) -> Measurement:
     """Runs `run(on_spawn)` (a driver call) while sampling; the server must still be alive afterwards.
 
     `alive` (e.g. `Server.check_alive`) raises if the server died, with its exit code and log tail.
+    `extra` = {name: pid}: more process trees measured over the same window (`Measurement.extra`).
     """
-    with Sampler(server_pid, cpus=client_cpus, interval=interval) as sampler:
+    with Sampler(server_pid, cpus=client_cpus, interval=interval, extra=extra) as sampler:
         result = run(sampler.add_client)
     if alive is not None:
         alive()
     server = window_usage(sampler.server_samples, result.started_at, result.ended_at)
     client = window_usage(sampler.client_samples, result.started_at, result.ended_at)
-    return Measurement(result, server, client, len(client_cpus) or os.cpu_count() or 1)
+    others = {
+        name: window_usage(samples, result.started_at, result.ended_at)
+        for name, samples in sampler.extra_samples.items()
+    }
+    return Measurement(result, server, client, len(client_cpus) or os.cpu_count() or 1, others)

@@ -57,6 +57,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="CPUs the load generators are pinned to (default: the CPUs the servers do not get)",
     )
     group.addoption(
+        "--server-cpu-quota",
+        default=os.environ.get("POLYPERF_SERVER_CPU_QUOTA"),
+        metavar="FRACTION|auto",
+        help="run each server inside a CPU cgroup with this many CPUs of quota (e.g. 0.5), so that one client "
+        "core can saturate it; `auto`: the largest budget at which the client is no longer the limit",
+    )
+    group.addoption(
+        "--cpu-quota-period-ms",
+        type=float,
+        default=float(os.environ.get("POLYPERF_CPU_QUOTA_PERIOD_MS", "10")),
+        help="the CFS period of the CPU budget in ms (default 10: the quota is used fully and capacity scales "
+        "with it; 100 behaves like a container runtime's default and stalls requests for up to 75 ms)",
+    )
+    group.addoption(
+        "--database-url",
+        default=os.environ.get("POLYPERF_DATABASE_URL"),
+        metavar="URL",
+        help="a PostgreSQL server of yours for the database suites (tables named per run, never dropped); "
+        "default: a throwaway cluster per run",
+    )
+    group.addoption(
         "--flamegraph",
         action="store_true",
         default=os.environ.get("POLYPERF_FLAMEGRAPH") == "1",
@@ -141,20 +162,57 @@ def record(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Recor
     return Recorder(pytestconfig.stash[_WRITER], suite_of(request.node.nodeid))
 
 
+@pytest.fixture(scope="session")
+def database_url(pytestconfig: pytest.Config) -> str | None:
+    """--database-url / POLYPERF_DATABASE_URL: the user's PostgreSQL, or None for a throwaway cluster."""
+    return pytestconfig.getoption("--database-url") or None
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     server_cpus: list[int]
     client_cpus: list[int]
     flamegraph: bool
+    cpu_quota: float | None = None  # CPUs of quota per server; 1.0 while `auto` is still calibrating
+    auto_quota: bool = False
+    quota_period_s: float = 0.010
+
+    @property
+    def fleet(self) -> dict[str, Any]:
+        """The keyword arguments a suite's `Fleet` takes from the command line: CPUs and CPU budget."""
+        return {"server_cpus": self.server_cpus, "cpu_quota": self.cpu_quota, "quota_period_s": self.quota_period_s}
+
+
+def _quota(text: str | None) -> tuple[float | None, bool]:
+    if not text:
+        return None, False
+    if text == "auto":
+        return 1.0, True
+    try:
+        fraction = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"--server-cpu-quota takes a number of CPUs (e.g. 0.5) or auto, not {text!r}") from None
+    if not fraction > 0:
+        raise pytest.UsageError(f"--server-cpu-quota must be above 0, not {text!r}")
+    return fraction, False
 
 
 @pytest.fixture(scope="session")
 def load_options(pytestconfig: pytest.Config) -> LoadOptions:
-    """The CPU split and extras of the load suites (--server-cpus, --client-cpus, --flamegraph)."""
+    """The CPU split, CPU budget and extras of the load suites (--server-cpus, --client-cpus,
+    --server-cpu-quota, --cpu-quota-period-ms, --flamegraph)."""
     server_cpus, client_cpus = split_cpus(
         pytestconfig.getoption("--server-cpus"), pytestconfig.getoption("--client-cpus")
     )
-    return LoadOptions(server_cpus, client_cpus, bool(pytestconfig.getoption("--flamegraph")))
+    quota, auto = _quota(pytestconfig.getoption("--server-cpu-quota"))
+    if quota is not None:
+        from polyperf.serve.cpu_budget import cpu_budget_support
+
+        why = cpu_budget_support()
+        if why is not None:
+            raise pytest.UsageError(f"--server-cpu-quota: CPU budgets are not available here: {why}")
+    period = pytestconfig.getoption("--cpu-quota-period-ms") / 1e3
+    return LoadOptions(server_cpus, client_cpus, bool(pytestconfig.getoption("--flamegraph")), quota, auto, period)
 
 
 def describe_benchmark(

@@ -12,10 +12,14 @@ from typing import Any
 
 from polyperf.build import build, get_app
 from polyperf.errors import PolyperfError
+from polyperf.serve.cpu_budget import CpuBudget
 from polyperf.serve.server import Server
 from polyperf.serve.verify import require_verified, verify
 
-__all__ = ["Fleet", "Target"]
+__all__ = ["DEFAULT_QUOTA_PERIOD_S", "Fleet", "Target"]
+
+# 10 ms: measured to keep the quota fully used and capacity proportional to it; 100 ms stalls pile up requests
+DEFAULT_QUOTA_PERIOD_S = 0.010
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,8 @@ class Fleet:
                     env=self.env,
                 ).start()
                 self.servers[target.key] = server
+                if self.cpu_quota:
+                    self._budget(target.key, server)
                 if target.app not in verified:  # one app binary, verified once (checks take ~1.5 s)
                     require_verified(
                         f"{target.key} on {server.url}",
@@ -87,6 +93,19 @@ class Fleet:
             except PolyperfError as exc:
                 self.drop(target.key, f"{type(exc).__name__}: {exc}")
         return self
+
+    def _budget(self, key: str, server: Server) -> None:
+        # one cgroup per server, so throttling is counted per server; a high weight lets it win its quota on a
+        # machine that runs other work too
+        budget = CpuBudget(self.cpu_quota or 1.0, self.quota_period_s, key, weight=10_000).create()
+        self.budgets[key] = budget
+        budget.add(server.pid)
+
+    def set_cpu_quota(self, fraction: float) -> None:
+        """Changes every server's CPU budget in place (calibration)."""
+        self.cpu_quota = fraction
+        for budget in self.budgets.values():
+            budget.set_fraction(fraction)
 
     @property
     def running(self) -> list[tuple[Target, Server]]:
@@ -98,10 +117,17 @@ class Fleet:
         if server is not None:
             with contextlib.suppress(PolyperfError):
                 server.stop()
+        budget = self.budgets.pop(key, None)
+        if budget is not None:
+            with contextlib.suppress(PolyperfError):
+                budget.remove()
 
     def stop(self) -> None:
         for key in list(self.servers):
             self.servers.pop(key).stop()
+        for key in list(self.budgets):
+            with contextlib.suppress(PolyperfError):
+                self.budgets.pop(key).remove()
 
     def __enter__(self) -> Fleet:
         try:

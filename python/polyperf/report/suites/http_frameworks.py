@@ -41,6 +41,26 @@ def _ceiling(table: pd.DataFrame) -> Figure | None:
     )
 
 
+def _capacity(table: pd.DataFrame) -> Figure | None:
+    data = values_by(table, "ceiling", "requests_per_cpu_second", "connections")
+    if not data:
+        return None
+    fig, ax = new_axes(8.5, 4.5)
+    grouped_bars(ax, data, flagged(table, "ceiling", "connections"), scale=1e-3, group_name="connections ")
+    ax.set_ylabel("thousand requests per server CPU-second")
+    quota = with_param(rows(table, "ceiling", "rps"), "cpu_quota").dropna()
+    budget = f"under a budget of {quota.iloc[0]:g} CPU per server" if len(quota) else "without a CPU budget"
+    ax.set_title(f"Capacity per server core ({budget})")
+    return Figure(
+        "http_capacity_per_core",
+        "Capacity per server core",
+        "Requests answered per CPU-second of the server's process tree, at each connection count: what one "
+        "fully used server core answers. Judged where the server, not the client, is the limit: with "
+        "--server-cpu-quota each server runs in a CPU cgroup so one client core outpaces it. " + _HATCH,
+        fig,
+    )
+
+
 def _latency(table: pd.DataFrame) -> Figure | None:
     data = {}
     for name in ("p50", "p90", "p99", "p999"):
@@ -164,5 +184,5 @@ def _drivers(table: pd.DataFrame) -> Figure | None:
 
 def figures(table: pd.DataFrame) -> list[Figure]:
     table = table[table["suite"] == SUITE]
-    makers = (_ceiling, _latency, _cpu_per_request, _memory, _history, _drivers)
+    makers = (_ceiling, _capacity, _latency, _cpu_per_request, _memory, _history, _drivers)
     return [fig for make in makers if (fig := make(table)) is not None]

@@ -1,0 +1,223 @@
+"""bombardier (Go, fasthttp client): the second native load generator, installed by the project itself, so
+the "is oha's ceiling the driver's or the server's?" cross-check runs where Debian's wrk is missing.
+
+Why bombardier 1.2.6: it builds from the Go module proxy with the Go toolchain the project already needs;
+it bounds a run by request count (`-n`) and stops cleanly on SIGINT, reporting what completed (so the
+duration bound works as for oha); its output is a user-given Go text/template (`-o path:FILE`), so it
+writes JSON with exactly our percentiles (p50/p90/p99/p99.9 of an exact microsecond histogram), its
+status classes and its errors by message. 1.2.6 is its newest release the proxy serves: the v2.0.x tags
+keep the v1 module path, so Go cannot resolve them. rewrk 0.3.2 (crates.io) was rejected: its JSON has
+no percentiles, status codes or errors, and it has no request-count bound; hey prints CSV, not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from polyperf.common.logs import log_tail
+from polyperf.common.paths import TOOLS_DIR
+from polyperf.common.tools import require_tool
+from polyperf.errors import ToolchainMissing
+from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
+from polyperf.load.native_driver import run_child
+
+__all__ = [
+    "BOMBARDIER_VERSION",
+    "bombardier_counts",
+    "ensure_bombardier",
+    "read_report",
+    "run_bombardier",
+    "to_load_result",
+]
+
+BOMBARDIER_VERSION = "1.2.6"
+BOMBARDIER_MODULE = "github.com/codesenberg/bombardier"
+_FORMAT = "polyperf-bombardier/1"  # marks our template's line in the log and names its keys' version
+_PERCENTILES = {0.5: "p50", 0.9: "p90", 0.99: "p99", 0.999: "p99.9"}
+
+# Go text/template over bombardier's result (its `internal.TestInfo`); one JSON line on stdout. Latencies
+# are whole microseconds; every request lands in exactly one of req1xx..req5xx/others (a transport
+# error has code -1, so it is in `others`, and its message is in `errors`).
+_TEMPLATE = "".join(
+    (
+        '{{- with .Result -}}{"format":"',
+        _FORMAT,
+        '","timeTakenSeconds":{{ .TimeTaken.Seconds }}',
+        ',"req1xx":{{ .Req1XX }},"req2xx":{{ .Req2XX }},"req3xx":{{ .Req3XX }},"req4xx":{{ .Req4XX }}',
+        ',"req5xx":{{ .Req5XX }},"others":{{ .Others }},"bytesRead":{{ .BytesRead }}',
+        ',"bytesWritten":{{ .BytesWritten }},"errors":[{{ range $i, $e := .Errors }}{{ if $i }},{{ end }}',
+        '{"description":{{ printf "%q" .Error }},"count":{{ .Count }}}{{ end }}]',
+        '{{ with .LatenciesStats (FloatsToArray 0.5 0.9 0.99 0.999) }},"latencyUs":{"mean":{{ .Mean }}',
+        ',"max":{{ .Max }},"p50":{{ index .Percentiles 0.5 }},"p90":{{ index .Percentiles 0.9 }}',
+        ',"p99":{{ index .Percentiles 0.99 }},"p99.9":{{ index .Percentiles 0.999 }}}{{ end }}}\n{{ end -}}',
+    )
+)
+
+
+def ensure_bombardier(*, root: Path = TOOLS_DIR, install: bool = True) -> Path:
+    """`<root>/bin/bombardier` at BOMBARDIER_VERSION, built from the Go module proxy if missing.
+
+    Not `go install MODULE@VERSION`: that also reads the module's version list (for deprecation notices),
+    which a proxy may refuse while serving the version itself, as here. A throwaway module that
+    `go get`s the pinned version selects the same dependencies (bombardier's go.mod), checked by go.sum.
+    """
+    binary = root / "bin" / "bombardier"
+    stamp = root / "bombardier.version"
+    wanted = f"{BOMBARDIER_MODULE} v{BOMBARDIER_VERSION}"
+    if binary.exists() and stamp.exists() and stamp.read_text().strip() == wanted:
+        return binary
+    if not install:
+        raise ToolchainMissing(
+            f"bombardier {BOMBARDIER_VERSION} not installed in {root} "
+            "(run polyperf.load.bombardier_driver.ensure_bombardier())"
+        )
+    go = require_tool("go")
+    root.mkdir(parents=True, exist_ok=True)
+    log = root / "bombardier-install.log"
+    env = {**os.environ, "GOTOOLCHAIN": "local"}  # build with the installed Go, never download another
+    with tempfile.TemporaryDirectory(dir=root, prefix="bombardier-build-") as tmp, log.open("w") as out:
+        for cmd in (
+            [go, "mod", "init", "polyperf.local/tools/bombardier"],
+            [go, "get", f"{BOMBARDIER_MODULE}@v{BOMBARDIER_VERSION}"],
+            [go, "build", "-trimpath", "-o", str(binary), BOMBARDIER_MODULE],
+        ):
+            out.write(f"$ {' '.join(cmd)}\n")
+            out.flush()
+            done = subprocess.run(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+            if done.returncode != 0:
+                out.close()
+                raise ToolchainMissing(
+                    f"`{' '.join(cmd)}` failed (exit {done.returncode}; log {log}): {log_tail(log, 3)}"
+                )
+    stamp.write_text(wanted + "\n")
+    return binary
+
+
+def read_report(text: str) -> dict:
+    """The JSON our template printed, from the run's log (the last line carrying our format tag; pure)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{") and f'"format":"{_FORMAT}"' in line:
+            try:
+                return json.loads(line)
+            except ValueError as exc:
+                raise LoadFailed(f"bombardier's report is not valid JSON ({exc}): {line[:200]}") from None
+    raise LoadFailed(f"no bombardier report ({_FORMAT}) in its output: {' | '.join(text.splitlines()[-5:])}")
+
+
+def bombardier_counts(data: Mapping) -> tuple[int, int, dict[int, int], dict[str, int]]:
+    """(requests, successes, status counts, errors) from our report (pure).
+
+    bombardier counts status classes only: each class is keyed by its x00 code (a 503 counts under 500).
+    Requests with no HTTP status are errors, by message; any rest of `others` (a status outside
+    100-599) is counted as "status outside 1xx-5xx".
+    """
+    status = {100 * k: int(data[f"req{k}xx"]) for k in range(1, 6) if int(data[f"req{k}xx"])}
+    errors: dict[str, int] = {}
+    for entry in data.get("errors", []):
+        errors[entry["description"]] = errors.get(entry["description"], 0) + int(entry["count"])
+    rest = int(data["others"]) - sum(errors.values())
+    if rest > 0:
+        errors["status outside 1xx-5xx"] = rest
+    requests = sum(status.values()) + int(data["others"])
+    return requests, status.get(200, 0), status, errors
+
+
+def run_bombardier(
+    url: str,
+    *,
+    bounds: Bounds,
+    client_cpus: Sequence[int],
+    log_dir: Path,
+    connections: int = 64,
+    on_spawn: OnSpawn | None = None,
+    alive: Callable[[], None] | None = None,
+) -> LoadResult:
+    """bombardier against `url` (loopback only), closed model with `connections`: stops after
+    `bounds.max_requests` requests (`-n`) or, on SIGINT, at `bounds.duration`, whichever comes first."""
+    require_loopback(url)
+    bombardier = ensure_bombardier(install=False)
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    tag = f"bombardier-{time.time_ns()}"
+    template = log_dir / f"{tag}.tmpl"
+    template.write_text(_TEMPLATE)
+    log_path = log_dir / f"{tag}.log"
+    # fasthttp client (bombardier's fastest); Go sizes GOMAXPROCS from the CPU affinity set by procs.spawn
+    cmd = [
+        str(bombardier),
+        "--fasthttp",
+        "-c",
+        str(connections),
+        "-n",
+        str(bounds.max_requests),
+        "-t",
+        "10s",
+        "-p",
+        "r",
+        "-o",
+        f"path:{template}",
+        url,
+    ]
+    spawned, ended = run_child(
+        cmd, bounds=bounds, cpus=client_cpus, log_path=log_path, interrupt=True, on_spawn=on_spawn, alive=alive
+    )
+    try:
+        data = read_report(log_path.read_text(errors="replace"))
+    except OSError as exc:
+        raise LoadFailed(f"bombardier left no log at {log_path}: {exc}") from None
+    raw = log_dir / f"{tag}.json"
+    raw.write_text(json.dumps(data, indent=1) + "\n")
+    return to_load_result(
+        data,
+        url=url,
+        spawned=spawned,
+        ended=ended,
+        connections=connections,
+        client_cpus=client_cpus,
+        extra={"raw": str(raw)},
+    )
+
+
+def to_load_result(
+    data: Mapping,
+    *,
+    url: str,
+    spawned: float,
+    ended: float,
+    connections: int,
+    client_cpus: Sequence[int],
+    extra: Mapping | None = None,
+) -> LoadResult:
+    """The `LoadResult` of one report (pure). As for oha, the window is bombardier's own run time, placed
+    to end at `ended` (the SIGINT, or the exit once the request bound ended the run) unless that would
+    start it before the spawn; then it starts at the spawn (requests in flight at the SIGINT finished)."""
+    requests, successes, status, errors = bombardier_counts(data)
+    total = float(data["timeTakenSeconds"])
+    started = max(spawned, ended - total)
+    latency_us = data.get("latencyUs", {})
+    latency = {p: latency_us[key] / 1e6 for p, key in _PERCENTILES.items() if key in latency_us}
+    result = LoadResult(
+        driver="bombardier",
+        mode="closed",
+        url=url,
+        started_at=started,
+        ended_at=started + total,
+        requests=requests,
+        successes=successes,
+        failures=requests - successes,
+        latency=latency,
+        latency_resolution=1e-6,
+        connections=connections,
+        errors=errors,
+        status_counts=status,
+        client_cpus=tuple(client_cpus),
+        extra={"threads": len(client_cpus) or os.cpu_count(), "version": BOMBARDIER_VERSION, **(extra or {})},
+    )
+    result.check()
+    return result

@@ -1,0 +1,193 @@
+"""oha on several client hosts at once: a locust master (`locust_child.py`, role `oha-master`) asks each
+`polyperf worker` over locust's own messaging to run one bounded oha against the target and send oha's
+JSON summary back; `combine_oha` makes one `LoadResult` of them.
+
+How the parts are combined, and why:
+- requests, successes, status codes and errors are summed;
+- each worker's window is placed on the master's clock (`received_at` minus the worker's own measured
+  delay between oha's exit and its reply, minus oha's `total`), so hosts' clocks need not agree; the
+  combined window is the union of the windows, so `rps` = all requests / union (never more than the
+  sum of the per-worker rates, which are kept in `extra["per_worker"]`);
+- latency percentiles: oha's JSON gives percentiles and an 11-bucket histogram, too coarse to merge, so
+  each combined percentile is the worst (largest) worker's. That is a sound upper bound: if every host's
+  p99 is at most x, at least 99 % of all requests took at most x. The best worker's is kept beside it
+  (`extra["latency_lower_bound"]`), a lower bound for the same reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from polyperf.common import procs
+from polyperf.common.logs import log_tail
+from polyperf.common.net import free_port
+from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
+from polyperf.load.locust_driver import CHILD, STARTUP_ALLOWANCE, connect_host, parse_hostport
+from polyperf.load.native_driver import oha_counts, oha_latency
+
+__all__ = ["combine_oha", "run_oha_workers", "split_evenly"]
+
+
+def split_evenly(total: float, parts: int) -> int:
+    """Each of `parts` workers' share of a total (rounded up, at least 1) (pure)."""
+    return max(1, math.ceil(total / parts))
+
+
+def run_oha_workers(
+    url: str,
+    *,
+    bounds: Bounds,
+    client_cpus: Sequence[int],
+    log_dir: Path,
+    workers: int,
+    master_bind: str | None = None,
+    connections: int = 64,
+    rate: float | None = None,
+    worker_wait: float = 60.0,
+    allow_remote: bool = False,
+    on_spawn: OnSpawn | None = None,
+    alive: Callable[[], None] | None = None,
+) -> LoadResult:
+    """One bounded oha run on each of `workers` external `polyperf worker`s, combined (module doc).
+
+    `connections`, `rate` and `bounds.max_requests` are totals, split evenly over the workers.
+    """
+    require_target(url, allow_remote=allow_remote)
+    if workers < 1:
+        raise ValueError("run_oha_workers needs at least one external worker")
+    parts = urlsplit(url)
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    bind_host, bind_port = parse_hostport(master_bind or "127.0.0.1", 0)
+    tag = f"oha-master-{time.time_ns()}"
+    out = log_dir / f"{tag}.json"
+    cfg: dict[str, Any] = {
+        "host": f"{parts.scheme}://{parts.netloc}",
+        "path": (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+        "duration": bounds.duration,
+        "grace": bounds.grace,
+        "max_requests": bounds.max_requests,
+        "process_budget": 0,  # no locust users in this mode
+        "workers": workers,
+        "master_bind": bind_host,
+        "master_port": bind_port or free_port(connect_host(bind_host)),
+        "worker_wait": worker_wait,
+        "out": str(out),
+        "oha_job": {
+            "url": url,
+            "duration": bounds.duration,
+            "grace": bounds.grace,
+            "budget": split_evenly(bounds.max_requests, workers),
+            "connections": split_evenly(connections, workers),
+            "rate": rate / workers if rate else None,
+        },
+    }
+    cfg_path = log_dir / f"{tag}.config.json"
+    cfg_path.write_text(json.dumps(cfg))
+    log_path = log_dir / f"{tag}.log"
+    master = procs.spawn([sys.executable, str(CHILD), str(cfg_path), "oha-master"], log_path=log_path, cpus=client_cpus)
+    try:
+        if on_spawn is not None:
+            on_spawn(master.pid)
+        deadline = time.monotonic() + STARTUP_ALLOWANCE + worker_wait + bounds.duration + bounds.grace + 15.0
+        while master.poll() is None:
+            if time.monotonic() > deadline:
+                raise LoadFailed(f"oha master did not finish in time; log {log_path}: {log_tail(log_path)}")
+            if alive is not None:
+                alive()
+            time.sleep(0.05)
+    finally:
+        procs.stop(master, grace=5.0)
+    if master.returncode != 0 or not out.exists():
+        raise LoadFailed(f"oha master exited with {master.returncode}; log {log_path}: {log_tail(log_path)}")
+    summary = json.loads(out.read_text())
+    return combine_oha(
+        summary["workers"], url=url, expected=workers, connections=connections, rate=rate, client_cpus=client_cpus
+    )
+
+
+def _window(report: Mapping[str, Any]) -> tuple[float, float]:
+    """(start, end) of one worker's oha run on the master's clock."""
+    end = float(report["received_at"]) - float(report.get("lag", 0.0))
+    return end - float(report["data"]["summary"]["total"]), end
+
+
+def combine_oha(
+    reports: Sequence[Mapping[str, Any]],
+    *,
+    url: str,
+    expected: int,
+    connections: int,
+    rate: float | None,
+    client_cpus: Sequence[int] = (),
+) -> LoadResult:
+    """One `LoadResult` from the workers' oha summaries, as the module doc says (pure)."""
+    failed = [f"{r.get('id', '?')}: {r['error']}" for r in reports if r.get("error")]
+    if failed or len(reports) < expected:
+        missing = expected - len(reports)
+        raise LoadFailed(
+            f"distributed oha against {url}: "
+            + "; ".join(failed + ([f"{missing} of {expected} workers sent no result"] if missing > 0 else []))
+        )
+    per_worker, status, errors = [], {}, {}
+    requests = successes = 0
+    latencies = []
+    for report in reports:
+        n, ok, codes, errs = oha_counts(report["data"])
+        start, end = _window(report)
+        requests, successes = requests + n, successes + ok
+        for code, count in codes.items():
+            status[code] = status.get(code, 0) + count
+        for kind, count in errs.items():
+            errors[kind] = errors.get(kind, 0) + count
+        latency = oha_latency(report["data"]) if n else {}
+        latencies.append(latency)
+        per_worker.append(
+            {
+                "id": report.get("id"),
+                "host": report.get("host"),
+                "cpus": report.get("cpus"),
+                "requests": n,
+                "rps": n / (end - start) if end > start else 0.0,
+                "window": [start, end],
+                "latency": {str(p): v for p, v in latency.items()},
+            }
+        )
+    windows = [w["window"] for w in per_worker]
+    started, ended = min(w[0] for w in windows), max(w[1] for w in windows)
+    worst = {p: max(lat[p] for lat in latencies if p in lat) for p in PERCENTILES if any(p in lat for lat in latencies)}
+    best = {p: min(lat[p] for lat in latencies if p in lat) for p in worst}
+    result = LoadResult(
+        driver="oha",
+        mode="fixed-rate" if rate else "closed",
+        url=url,
+        started_at=started,
+        ended_at=ended,
+        requests=requests,
+        successes=successes,
+        failures=requests - successes,
+        latency=worst,
+        latency_resolution=1e-6,
+        connections=connections,
+        offered_rate=rate,
+        errors=errors,
+        status_counts=status,
+        client_processes=len(reports),
+        client_cpus=tuple(client_cpus),
+        extra={
+            "distributed": True,
+            "workers": len(reports),
+            "per_worker": per_worker,
+            "latency_combination": "max over workers (upper bound of the merged percentile)",
+            "latency_lower_bound": {str(p): v for p, v in best.items()},
+        },
+    )
+    result.check()
+    return result
