@@ -20,6 +20,7 @@ from typing import Any
 
 from polyperf.common import procs
 from polyperf.common.profiles import get_profile
+from polyperf.progress import Progress
 from polyperf.record.env import write_env
 from polyperf.record.run_dir import finalize_run, new_run_dir, point_latest
 
@@ -101,14 +102,20 @@ class _Interrupts:
         return signal.Signals(self.received[0]).name if self.received else None
 
 
-def _echo_new(log: Any, quiet: bool) -> None:
+def _echo_new(log: Any, quiet: bool, progress: Progress | None = None) -> None:
     chunk = log.read()
     if chunk and not quiet:
+        if progress is not None:
+            progress.clear()
         sys.stdout.write(chunk)
         sys.stdout.flush()
+    if progress is not None and not quiet:
+        progress.draw()
 
 
-def _stream(cmd: list[str], log_path: Path, cwd: Path, quiet: bool) -> tuple[int, str | None]:
+def _stream(
+    cmd: list[str], log_path: Path, cwd: Path, quiet: bool, progress: Progress | None = None
+) -> tuple[int, str | None]:
     """Runs pytest with its output in the run's log (echoed from there: a pipe would break the child's
     teardown if this process died). Returns (exit code, name of the signal that interrupted it, if any).
 
@@ -119,11 +126,13 @@ def _stream(cmd: list[str], log_path: Path, cwd: Path, quiet: bool) -> tuple[int
     proc = procs.spawn(cmd, log_path=log_path, cwd=cwd, env=env)
     with log_path.open("r", encoding="utf-8", errors="replace") as log, _Interrupts(proc) as interrupts:
         while proc.poll() is None:
-            _echo_new(log, quiet)
+            _echo_new(log, quiet, progress)
             if interrupts.received and time.monotonic() - interrupts.first_at() > STOP_GRACE:
                 procs.stop(proc, grace=2.0, sig=signal.SIGKILL)
             time.sleep(0.1)
         _echo_new(log, quiet)
+        if progress is not None:
+            progress.clear()
     return proc.returncode, interrupts.name
 
 
@@ -156,7 +165,8 @@ def run(
         "--color=yes",
         *pytest_args,
     ]
-    code, interrupted = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet)
+    progress = Progress(run_dir, profile)
+    code, interrupted = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet, progress)
     if interrupted:
         write_env(run_dir, interrupted=interrupted)
     finalize_run(run_dir)

@@ -7,6 +7,7 @@ Loaded by `suites/conftest.py`, so plain `pytest suites/...` and `polyperf run` 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Mapping
@@ -95,6 +96,9 @@ _RUN_DIR = pytest.StashKey[Path]()
 _WRITER = pytest.StashKey[RowWriter]()
 _OWNS_RUN = pytest.StashKey[bool]()
 _SIGNAL = pytest.StashKey[str]()
+_ORDER = pytest.StashKey[list[str]]()
+_DURATIONS = pytest.StashKey[dict[str, float]]()
+_CONFIG: dict[str, pytest.Config] = {}  # hooks without a config argument find it here
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -112,6 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RUN_DIR] = run_dir
     config.stash[_WRITER] = RowWriter(run_dir)
     config.stash[_OWNS_RUN] = not given
+    _CONFIG["config"] = config
     _stop_on_signals(config)
     # pytest-benchmark writes its raw JSON where the run lives, unless the user chose a file.
     if config.pluginmanager.hasplugin("benchmark") and not config.getoption("benchmark_json", None):
@@ -130,8 +135,35 @@ def _stop_on_signals(config: pytest.Config) -> None:
         signal.signal(sig, interrupt)
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[_ORDER] = [item.nodeid for item in items]
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    """`progress.json`: the test under way and those still to come, for `polyperf run`'s status line."""
+    config = _CONFIG.get("config")
+    if config is None or _RUN_DIR not in config.stash:
+        return
+    order = config.stash.get(_ORDER, [nodeid])
+    index = order.index(nodeid) if nodeid in order else 0
+    state = {"nodeid": nodeid, "index": index, "total": len(order), "pending": order[index:]}
+    path = config.stash[_RUN_DIR] / "progress.json"
+    path.with_suffix(".tmp").write_text(json.dumps(state))
+    path.with_suffix(".tmp").replace(path)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    config = _CONFIG.get("config")
+    if config is not None:
+        durations = config.stash.setdefault(_DURATIONS, {})
+        durations[report.nodeid] = durations.get(report.nodeid, 0.0) + report.duration
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run_dir = session.config.stash.get(_RUN_DIR, None)
+    if run_dir is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
+        # the next run's estimate of what remains (setup + call + teardown of each test)
+        (run_dir / "durations.json").write_text(json.dumps(session.config.stash.get(_DURATIONS, {}), indent=0))
     if run_dir is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
         write_env(run_dir, interrupted=session.config.stash.get(_SIGNAL, "SIGINT"))
 
