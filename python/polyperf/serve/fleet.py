@@ -12,7 +12,7 @@ from typing import Any
 
 from polyperf.build import build, get_app
 from polyperf.errors import PolyperfError
-from polyperf.serve.cpu_budget import CpuBudget
+from polyperf.serve.cpu_budget import CpuBudget, threads_for_budget
 from polyperf.serve.server import Server
 from polyperf.serve.verify import require_verified, verify
 
@@ -56,14 +56,21 @@ class Fleet:
         workers: int | None = None,
         database_url: str | None = None,
         env: Mapping[str, str] | None = None,
+        cpu_quota: float | None = None,
+        quota_period_s: float = DEFAULT_QUOTA_PERIOD_S,
     ) -> None:
         self.targets = list(targets)
         self.log_dir = Path(log_dir)
         self.server_cpus = list(server_cpus)
-        self.workers = workers or len(self.server_cpus)
+        self.cpu_quota = cpu_quota
+        self.quota_period_s = quota_period_s
+        # runtime threads match the budget: a tokio worker or Go P per CPU it may use
+        self.workers = workers or (threads_for_budget(cpu_quota) if cpu_quota else len(self.server_cpus))
         self.database_url = database_url
-        self.env = dict(env or {})
+        # gnet's --workers sets its loops, not GOMAXPROCS; Go reads a cgroup limit only at start, before the move
+        self.env = {"GOMAXPROCS": str(self.workers), **(env or {})}
         self.servers: dict[str, Server] = {}
+        self.budgets: dict[str, CpuBudget] = {}
         self.failed: dict[str, str] = {}
 
     def start(self) -> Fleet:

