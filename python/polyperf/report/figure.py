@@ -17,7 +17,7 @@ from polyperf.analyse.stats import summarize
 
 __all__ = ["COLORS", "Figure", "bar_with_ci", "grouped_bars", "new_axes", "with_param"]
 
-COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860"]
+COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
 
 @dataclass(frozen=True)
