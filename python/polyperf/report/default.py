@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from polyperf.analyse.stats import summarize
+from polyperf.common.units import display_scale, format_value
 from polyperf.report.figure import Figure, grouped_bars, new_axes
-from polyperf.report.units import display_scale, format_value
 
 __all__ = ["default_figures", "median_table"]
 
