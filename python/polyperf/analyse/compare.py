@@ -20,6 +20,7 @@ import pandas as pd
 from scipy.stats import mannwhitneyu
 
 from polyperf.analyse.stats import ratio
+from polyperf.common.units import format_value
 
 __all__ = [
     "DIRECTIONS",
@@ -221,10 +222,7 @@ def worst_regression(df: pd.DataFrame) -> float:
 
 
 def _fmt(value: float, unit: str) -> str:
-    if math.isnan(value):
-        return ""
-    number = f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:.4g}"
-    return f"{number} {unit}".strip()
+    return "" if math.isnan(value) else format_value(value, unit)
 
 
 def _pct(value: float) -> str:
