@@ -47,6 +47,7 @@ def plan(profile):
             full=[(8, 3.0), (32, 3.0), (128, 3.0), (512, 3.0)],
         ),
         "wrk_repeats": profile.pick(smoke=1, quick=3, full=5),
+        "periods": profile.pick(smoke=[], quick=[], full=[0.005, 0.010, 0.100]),
     }
 
 
@@ -76,6 +77,24 @@ def test_ceiling(env, plan, ceilings):
                 assert m.load.rps > 0 and m.load.failures == 0, m.load
     for _repeat, target in env.interleave(1):  # --flamegraph: one extra, unrecorded run each under perf
         env.flamegraph(target, name=f"ceiling-{target.key.replace('/', '-')}", duration=plan["ceiling_s"])
+
+
+def test_budget_period(env, plan, fleet):
+    """How the CFS period of the CPU budget moves capacity and the ratios between servers (full profile, with
+    --server-cpu-quota): the same quota at 5, 10 and 100 ms periods, interleaved."""
+    if not fleet.budgets or not plan["periods"]:
+        pytest.skip("runs in the full profile with --server-cpu-quota")
+    default = fleet.quota_period_s
+    try:
+        for repeat in range(plan["repeats"]):
+            for period in plan["periods"]:
+                for budget in fleet.budgets.values():
+                    budget.set_period(period)
+                for _repeat, target in env.interleave(1):
+                    env.oha(target, case="budget_period", repeat=repeat, duration=plan["ceiling_s"], connections=64)
+    finally:
+        for budget in fleet.budgets.values():
+            budget.set_period(default)
 
 
 def test_fixed_rate(env, plan, ceilings):

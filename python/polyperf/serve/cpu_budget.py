@@ -249,6 +249,13 @@ class CpuBudget:
             if self.weight is not None:
                 _write(self.path / "cpu.shares", str(max(2, self.weight * 1024 // 100)))
 
+    def set_period(self, period_s: float) -> None:
+        """Changes the CFS period of a created budget, keeping its fraction (the quota scales with it)."""
+        if not _MIN_PERIOD_S <= period_s <= _MAX_PERIOD_S or self.fraction * period_s < _MIN_QUOTA_S:
+            raise ValueError(f"period {period_s} s with {self.fraction} CPU is outside the kernel's limits")
+        self.period_s = period_s
+        self._set_limit()
+
     def set_fraction(self, fraction: float) -> None:
         """Changes the quota of a created budget in place (e.g. while calibrating)."""
         if not fraction > 0 or fraction * self.period_s < _MIN_QUOTA_S:
