@@ -21,11 +21,11 @@ PATHS = ("clone", "document", "raw")
 def plan(profile):
     return {
         "documents": profile.pick(smoke=[100], quick=[100], full=[10, 100, 1000]),
-        "repeats": profile.pick(smoke=1, quick=5, full=7),
+        "repeats": profile.pick(smoke=1, quick=3, full=7),
         "connections": 64,
-        "ceiling_s": profile.pick(smoke=1.0, quick=3.0, full=5.0),
-        "fixed_s": profile.pick(smoke=1.0, quick=3.0, full=8.0),
-        "locust_s": profile.pick(smoke=1.5, quick=4.0, full=8.0),
+        "ceiling_s": profile.pick(smoke=1.0, quick=2.0, full=5.0),
+        "fixed_s": profile.pick(smoke=1.0, quick=2.0, full=8.0),
+        "locust_s": profile.pick(smoke=1.5, quick=3.0, full=8.0),
         "locust_users": 32,
     }
 
@@ -87,7 +87,7 @@ def test_fixed_rate(env, plan, fleet, ceilings):
 
 def test_locust(env, plan):
     users = plan["locust_users"]
-    repeats = min(plan["repeats"], 3)  # locust is the context here, oha the measurement
+    repeats = min(plan["repeats"], 1 if plan["repeats"] < 5 else 3)  # locust is context here; oha measures
     for repeat, target in env.interleave(repeats):
         env.locust(
             target,

@@ -38,7 +38,8 @@ TARGETS = [Target(f"actix_matrix:{v}", PATH, v, params={"n": N}) for v in VARIAN
 def plan(profile):
     return {
         "repeats": profile.pick(smoke=1, quick=3, full=5),
-        "ceiling_s": profile.pick(smoke=1.0, quick=2.0, full=5.0),
+        "ceiling_s": profile.pick(smoke=1.0, quick=1.5, full=5.0),
+        "shape_repeats": profile.pick(smoke=1, quick=2, full=3),
         # the article: 500 concurrent clients, 50,000 and 100,000 requests; bounded in time for the dev build
         "shape": profile.pick(smoke=[(50, 300)], quick=[(500, 2_000)], full=[(500, 50_000), (500, 100_000)]),
         "shape_s": profile.pick(smoke=5.0, quick=10.0, full=150.0),
@@ -91,7 +92,7 @@ def test_ceiling(env, plan):
 def test_article_shape(env, plan):
     """Many concurrent clients, a fixed request count (bounded in time too: the dev build is slow)."""
     for concurrency, requests in plan["shape"]:
-        for repeat, target in env.interleave(plan["repeats"]):
+        for repeat, target in env.interleave(plan["shape_repeats"]):
             env.oha(
                 target,
                 case="article_shape",
