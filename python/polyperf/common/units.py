@@ -36,4 +36,13 @@ def format_value(value: float, unit: str) -> str:
     if unit == "count" and float(value).is_integer():
         return f"{int(value):,}"
     factor, label = display_scale(unit, [value])
-    return f"{value * factor:.3g} {label}".strip()
+    return f"{_number(value * factor)} {label}".strip()
+
+
+def _number(x: float) -> str:
+    """Three significant digits without exponents: `0.00123`, `12.3`, `5,000` (never `5e+03`)."""
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if x and abs(x) < 1e-4:
+        return f"{x:.6f}".rstrip("0")
+    return f"{x:.3g}"

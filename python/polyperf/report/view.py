@@ -1,0 +1,199 @@
+"""What the report's templates show, formatted for people: verdict rows, the environment in one line, and
+compact tables of at most `MAX_TABLE_ROWS` rows (the full tables live in results.csv / results.parquet)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from polyperf.analyse.claims import VERDICTS, Verdict
+from polyperf.common.units import format_value
+from polyperf.record.schema import BASE_UNITS
+
+__all__ = [
+    "HEADLINE_METRICS",
+    "MAX_TABLE_ROWS",
+    "Table",
+    "VerdictRow",
+    "claim_interval",
+    "claim_value",
+    "compact",
+    "env_line",
+    "verdict_counts",
+    "verdict_rows",
+]
+
+MAX_TABLE_ROWS = 50
+# Metrics a reader looks at first when a suite has more series than a table shows.
+HEADLINE_METRICS = ("rps", "seconds", "latency_p50_s", "latency_p99_s", "cpu_s_per_request", "rss_peak_bytes")
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    id: str
+    suite: str
+    statement: str
+    headline: str  # the statement's first clause, for the table row
+    published: str
+    measured: str
+    interval: str
+    n: int
+    verdict: str
+    badge: str  # CSS class of the verdict badge
+    rule: str
+    source: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of strings ready for a template; `total` says how many rows the full table has."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    total: int
+    numeric: set[str] = field(default_factory=set)  # columns aligned right
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.rows)
+
+
+def _claim_parts(value: float, unit: str, digits: int) -> tuple[str, str]:
+    """(number, unit suffix) of a claim's value: `("11.4", "×")`, `("2,009,119", " syscalls")`."""
+    if unit == "x":
+        return f"{value:.{digits}g}", "×"
+    number = f"{round(value):,}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.{digits}g}"
+    return number, f" {unit}"
+
+
+def claim_value(value: float | None, unit: str, digits: int = 3) -> str:
+    """A claim's number in its own unit: `11.4×`, `2,009,119 syscalls`, or a base unit scaled by `format_value`;
+    `digits` significant digits for ratios (published figures keep theirs: 11.96, not 12)."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    if unit in BASE_UNITS:
+        return format_value(value, unit)
+    return "".join(_claim_parts(value, unit, digits))
+
+
+def claim_interval(low: float, high: float, n: int, unit: str) -> str:
+    """`10.9 – 11.3×`; `all 5 equal` when the values did not vary; empty for a single value."""
+    if n <= 1:
+        return ""
+    if low == high:
+        return f"all {n} equal"
+    if unit in BASE_UNITS:
+        return f"{format_value(low, unit)} – {format_value(high, unit)}"
+    (lo, suffix), (hi, _) = _claim_parts(low, unit, 3), _claim_parts(high, unit, 3)
+    return f"{lo} – {hi}{suffix}"
+
+
+def _headline(statement: str, limit: int = 150) -> str:
+    for stop in ("; ", ". ", " ("):
+        head = statement.split(stop, 1)[0]
+        if len(head) <= limit:
+            return head
+    return statement[: limit - 1].rstrip() + "…"
+
+
+_EXPONENT = re.compile(r"\b\d+(?:\.\d+)?e[+-]?\d+\b")
+
+
+def _plain_numbers(text: str) -> str:
+    """`2.00911e+06` → `2,009,110` in a rule's words (numbers for people)."""
+
+    def plain(match: re.Match[str]) -> str:
+        x = float(match.group())
+        return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.6f}".rstrip("0").rstrip(".")
+
+    return _EXPONENT.sub(plain, text)
+
+
+def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
+    rows = []
+    for v in verdicts:
+        c, m = v.claim, v.measured
+        interval = claim_interval(m.low, m.high, m.n, c.unit) if m else ""
+        rows.append(
+            VerdictRow(
+                id=c.id,
+                suite=c.suite,
+                statement=c.statement,
+                headline=_headline(c.statement),
+                published=claim_value(c.published, c.unit, digits=6),
+                measured=claim_value(m.median, c.unit) if m else "–",
+                interval=interval,
+                n=m.n if m else 0,
+                verdict=v.verdict,
+                badge=v.verdict.replace(" ", "-"),
+                rule=_plain_numbers(v.rule_text),
+                source=c.source,
+                note=c.note,
+            )
+        )
+    return rows
+
+
+def verdict_counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
+    """{verdict: count} over every verdict name, zeros included, in the order of `VERDICTS`."""
+    counts = dict.fromkeys(VERDICTS, 0)
+    for v in verdicts:
+        counts[v.verdict] += 1
+    return counts
+
+
+def env_line(env: Mapping[str, Any]) -> str:
+    """The machine, toolchains, commit and profile in one line."""
+    parts = []
+    cpu = env.get("cpu_model")
+    if cpu or env.get("cpu_count"):
+        parts.append(f"{cpu or 'CPU'} × {env.get('cpu_count', '?')}")
+    if env.get("memory_bytes"):
+        parts.append(f"{env['memory_bytes'] / 2**30:.0f} GiB")
+    if env.get("kernel"):
+        parts.append(f"Linux {env['kernel']}" if "linux" in str(env.get("os", "")).lower() else str(env["kernel"]))
+    for key, prefix in (("rustc", "rustc "), ("go", "go version "), ("python", "")):
+        value = str(env.get(key) or "")
+        if value:
+            version = value.removeprefix(prefix).split(" (")[0].split(" ")[0]
+            parts.append(f"{key} {version.removeprefix('go')}")
+    if env.get("git_commit"):
+        parts.append(
+            f"commit {str(env['git_commit'])[:10]}" + (" (uncommitted changes)" if env.get("git_dirty") else "")
+        )
+    if env.get("profile"):
+        parts.append(f"profile {env['profile']}")
+    return " · ".join(parts) or "environment not recorded (no env.json)"
+
+
+def _relevance(metric: str, claimed: set[str]) -> int:
+    if metric in claimed:
+        return 0
+    return 1 if metric in HEADLINE_METRICS else 2
+
+
+def compact(
+    frame: pd.DataFrame,
+    *,
+    numeric: Sequence[str] = (),
+    claimed_metrics: Iterable[str] = (),
+    limit: int = MAX_TABLE_ROWS,
+) -> Table:
+    """`frame` as strings, without columns that are empty throughout, cut to `limit` rows: the metrics claims
+    use first, then the headline metrics, then the rest (shown in the frame's own order)."""
+    total = len(frame)
+    if frame.empty:
+        return Table(list(frame.columns), [], 0)
+    if total > limit and "metric" in frame:
+        claimed = set(claimed_metrics)
+        rank = frame["metric"].map(lambda m: _relevance(str(m), claimed))
+        frame = frame.loc[rank.sort_values(kind="stable").index[:limit]].sort_index()
+    keep = [c for c in frame.columns if frame[c].astype(str).str.len().gt(0).any()]
+    shown = frame[keep].astype(str)
+    return Table(keep, shown.values.tolist(), total, {c for c in numeric if c in keep})
