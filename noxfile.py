@@ -74,6 +74,13 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def compare(session: nox.Session) -> None:
+    """Compare two runs (`nox -s compare -- RUN_A RUN_B [--fail-on-regression PCT]`): the CI gate."""
+    _install(session)
+    session.run("polyperf", "compare", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint + format), the import contracts between stages, clippy and rustfmt on every crate, go vet and
     gofmt on the Go module."""
