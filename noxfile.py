@@ -5,6 +5,7 @@ nox -s bench            the main job: build, run every suite (quick profile), wr
 nox -s bench -- --profile full io_buffering
 nox -s lint             ruff (check + format), import contracts, clippy + rustfmt, go vet + gofmt
 nox -s report -- RUN    re-render a run's report
+nox -s compare -- A B   what changed from run A to run B (--fail-on-regression PCT for CI)
 """
 
 from __future__ import annotations

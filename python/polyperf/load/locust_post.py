@@ -19,7 +19,7 @@ CONTENT_TYPE = {"content-type": "application/json"}
 
 def device_body(rng: random.Random | None = None) -> dict[str, str]:
     """A random device: a valid MAC (six upper-case hex octets joined by '-', 17 characters) and a firmware
-    version of at most 10 characters (`polyperf.serve.rows_check.random_device` returns the same)."""
+    version of at most 10 characters (the harness's `post_probe` draws its devices here too)."""
     src: Any = rng or random  # the module's shared generator unless a seeded one is given
     mac = "-".join(f"{b:02X}" for b in src.getrandbits(48).to_bytes(6, "big"))
     return {"mac": mac, "firmware": f"{src.randint(0, 9)}.{src.randint(0, 99)}.{src.randint(0, 999)}"}
