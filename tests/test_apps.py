@@ -24,6 +24,8 @@ from polyperf.serve.verify import verify
 
 DEVICE_APPS = [name for name, app in APPS.items() if app.uses_database]
 
+pytestmark = pytest.mark.slow  # builds and starts real servers
+
 
 @pytest.fixture(scope="session")
 def built():

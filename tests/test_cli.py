@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import polyperf
 from polyperf.cli import main
 
@@ -37,6 +39,7 @@ def test_unknown_suite_is_one_clear_line(tmp_path, capsys):
     assert err.startswith("polyperf: error: unknown suite") and "\n" not in err
 
 
+@pytest.mark.slow
 def test_smoke_run_end_to_end(tmp_path):
     outcome = polyperf.run(["io_buffering"], profile="smoke", out=tmp_path, quiet=True)
     assert outcome.ok, (outcome.run_dir / "logs" / "pytest.log").read_text()[-3000:]
@@ -66,6 +69,7 @@ def test_sort(benchmark, record, n):
 """
 
 
+@pytest.mark.slow
 def test_a_new_suite_file_gets_rows_a_figure_and_a_table(tmp_path):
     """One file using only pytest-benchmark's `benchmark` and `record`, no report code: it runs and reports."""
     suites = tmp_path / "suites"

@@ -43,6 +43,8 @@ from polyperf.serve.server import Server
 SERVER_CPUS, CLIENT_CPUS = split_cpus()
 NO_LIMIT = 10**9
 
+pytestmark = pytest.mark.slow  # builds and starts real servers
+
 
 @pytest.fixture(scope="session")
 def tools():
