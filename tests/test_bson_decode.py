@@ -112,6 +112,7 @@ values = st.recursive(scalars, _containers, max_leaves=30)
 documents = st.dictionaries(keys, values, max_size=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_generated_documents_decode_like_pymongo(doc):
@@ -126,6 +127,7 @@ def test_generated_streams_decode_like_pymongo(docs):
     assert_same(_native.bson_decode_all(data), bson.decode_all(data))
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents, st.data())
 def test_mutated_bytes_behave_like_pymongo(doc, data):

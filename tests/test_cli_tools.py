@@ -37,9 +37,11 @@ def _run(tmp_path: Path, name: str, factor: float) -> Path:
     rows = []
     for repeat in range(8):
         jitter = 1 + 0.01 * (repeat % 3)
-        rows += [Row("toy", "parse", "serde_json", "buffered", "seconds", 0.010 * jitter * factor, "s", repeat),
-                 Row("toy", "write", "std::io", "buffered", "seconds", 0.002 * jitter, "s", repeat),
-                 Row("toy", "parse_syscalls", "serde_json", "buffered", "read_syscalls", 247, "count", repeat)]
+        rows += [
+            Row("toy", "parse", "serde_json", "buffered", "seconds", 0.010 * jitter * factor, "s", repeat),
+            Row("toy", "write", "std::io", "buffered", "seconds", 0.002 * jitter, "s", repeat),
+            Row("toy", "parse_syscalls", "serde_json", "buffered", "read_syscalls", 247, "count", repeat),
+        ]
     RowWriter(run_dir).write(rows)
     finalize_run(run_dir)
     return run_dir

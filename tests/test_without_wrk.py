@@ -32,8 +32,21 @@ def _path_without(tool: str, into: Path) -> str:
 def test_driver_cross_check_runs_without_wrk(tmp_path):
     env = {**os.environ, "PATH": _path_without("wrk", tmp_path / "bin")}
     out = tmp_path / "reports"
-    cmd = [sys.executable, "-m", "polyperf", "run", "http_frameworks", "--profile", "smoke", "--out", str(out),
-           "--no-report", "--pytest-args", "-k", "verified or driver_ceiling"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "polyperf",
+        "run",
+        "http_frameworks",
+        "--profile",
+        "smoke",
+        "--out",
+        str(out),
+        "--no-report",
+        "--pytest-args",
+        "-k",
+        "verified or driver_ceiling",
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     run_dir = next(out.glob("runs/*"))
