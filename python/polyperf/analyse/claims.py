@@ -101,6 +101,11 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> Summary | None:
     raise ValueError(f"claim {claim.id}: unknown measure {claim.measure!r}")
 
 
+def _num(value: float) -> str:
+    """Whole numbers with thousands separators (2,009,108), others to 3 significant digits: for people."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.3g}"
+
+
 def _judge(claim: Claim, m: Summary) -> tuple[str, str]:
     """Applies the claim's rule to the measured interval; returns (verdict, rule in words)."""
     rule = claim.rule
@@ -113,7 +118,7 @@ def _judge(claim: Claim, m: Summary) -> tuple[str, str]:
     elif kind == "within_abs":
         tol = float(rule["tolerance"])
         lo, hi = p - tol, p + tol
-        text = f"reproduced if the 95% CI lies within {lo:.6g}–{hi:.6g} (published ± {tol:g})"
+        text = f"reproduced if the 95% CI lies within {_num(lo)}–{_num(hi)} (published ± {_num(tol)})"
     elif kind in ("less_than", "greater_than"):
         t = float(rule["threshold"])
         lo, hi = (float("-inf"), t) if kind == "less_than" else (t, float("inf"))
