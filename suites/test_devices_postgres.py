@@ -109,9 +109,7 @@ def _table(target: Target) -> str:
 
 @pytest.fixture(scope="module")
 def fleet(targets, database, load_options, run_dir):
-    with Fleet(
-        targets, log_dir=run_dir / "logs", server_cpus=load_options.server_cpus, database_url=database.dsn
-    ) as fleet:
+    with Fleet(targets, log_dir=run_dir / "logs", database_url=database.dsn, **load_options.fleet) as fleet:
         yield fleet
 
 

@@ -1,0 +1,100 @@
+"""A slow, steady witness next to the load: one client thread that POSTs a device (random, or a fixed `body`)
+every `interval` seconds and logs each request ([end time, latency s, status (0: no response), returned id,
+mac, firmware], the format of locust's POST-mode request logs). Its timeline shows when an app started
+failing while the database was down, how long its error answers took, and when it recovered.
+
+Loopback only, bounded by `max_seconds` and `max_requests`, pinned to the client CPUs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from urllib.parse import urlsplit
+
+from polyperf.load.common import require_loopback
+from polyperf.load.locust_post import device_body
+
+__all__ = ["PostProbe"]
+
+
+class PostProbe:
+    """`with PostProbe(url, interval=0.02) as probe: ...` → `probe.lines` (JSON strings, one per request)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        interval: float = 0.02,
+        timeout: float = 5.0,
+        cpus: Sequence[int] = (),
+        max_seconds: float = 120.0,
+        max_requests: int = 20_000,
+        body: Mapping[str, str] | None = None,
+    ) -> None:
+        require_loopback(url)
+        parts = urlsplit(url)
+        self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/"
+        self.interval = interval
+        self.timeout = timeout
+        self.cpus = list(cpus)
+        self.max_seconds = max_seconds
+        self.max_requests = max_requests
+        self.lines: list[str] = []
+        self.error_bodies: list[str] = []  # the first few non-2xx answers, to show what a client is told
+        self._rng = random.Random()
+        self.body = dict(body) if body else None  # one fixed device (beside oha's same body), else random ones
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="polyperf-post-probe", daemon=True)
+
+    def _post(self, conn: http.client.HTTPConnection | None) -> http.client.HTTPConnection | None:
+        device = self.body or device_body(self._rng)
+        started = time.perf_counter()
+        code, row_id = 0, None
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            conn.request("POST", self.path, json.dumps(device), {"content-type": "application/json"})
+            resp = conn.getresponse()
+            payload = resp.read()
+            code = resp.status
+            if 200 <= code < 300:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    row_id = json.loads(payload)["id"]
+            elif len(self.error_bodies) < 3:
+                self.error_bodies.append(f"HTTP {code}: {payload[:300].decode(errors='replace')}")
+        except (OSError, http.client.HTTPException):
+            if conn is not None:
+                conn.close()
+            conn = None
+        line = [time.time(), time.perf_counter() - started, code, row_id, device["mac"], device["firmware"]]
+        self.lines.append(json.dumps(line))
+        return conn
+
+    def _loop(self) -> None:
+        if self.cpus:
+            os.sched_setaffinity(threading.get_native_id(), self.cpus)
+        deadline = time.monotonic() + self.max_seconds
+        conn = None
+        while not self._stop.is_set() and time.monotonic() < deadline and len(self.lines) < self.max_requests:
+            conn = self._post(conn)
+            self._stop.wait(self.interval)
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> PostProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.timeout + 5)

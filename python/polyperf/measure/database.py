@@ -1,0 +1,133 @@
+"""PostgreSQL's side of a load run: its process tree (found from a connection, pinned like the servers), the
+connections in use sampled while the run goes (`pg_stat_activity`), and whether it was the bottleneck.
+
+The CPU of the tree is measured by `sampler.measure(..., extra={"db": pid})` over the run's own window;
+`is_db_bound` (pure) turns it into the flag the article's author checked by eye ("Postgres was not the
+bottleneck").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from urllib.parse import urlsplit
+
+import psutil
+
+__all__ = ["DB_CPU_LIMIT", "ConnectionProbe", "is_db_bound", "pin_tree", "postmaster_pid"]
+
+DB_CPU_LIMIT = 0.90  # like the client's: a tree using >= 90% of the cores it has is the limit
+
+# (open, in use): every app's pool keeps its connections open; "in use" are those not idle at that instant
+_CONNECTIONS_SQL = (
+    "SELECT count(*), count(*) FILTER (WHERE state <> 'idle') FROM pg_stat_activity "
+    "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+)
+
+
+def is_db_bound(db_cpu_s: float, server_cpu_s: float, duration: float, *, cores: int, shared: bool) -> bool:
+    """True if PostgreSQL limited the run (pure). On cores of its own: it used >= 90% of them. Sharing the
+    server's cores: together they used >= 90% of them and PostgreSQL took at least half of that."""
+    if duration <= 0 or cores <= 0:
+        return False
+    if not shared:
+        return db_cpu_s / duration / cores >= DB_CPU_LIMIT
+    return (db_cpu_s + server_cpu_s) / duration / cores >= DB_CPU_LIMIT and db_cpu_s >= server_cpu_s
+
+
+def postmaster_pid(dsn: str) -> int | None:
+    """The pid of the server process tree behind `dsn` when it runs on this machine and is visible here
+    (the parent of this connection's backend), else None: a remote server's CPU cannot be measured."""
+    import psycopg
+
+    host = urlsplit(dsn).hostname or ""
+    if host not in ("", "localhost", "127.0.0.1", "::1") and not host.startswith("/"):
+        return None
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+            parent = psutil.Process(backend).parent()
+    except (psycopg.Error, psutil.Error):
+        return None
+    return parent.pid if parent is not None and "postgres" in parent.name() else None
+
+
+def pin_tree(pid: int, cpus: Sequence[int]) -> int:
+    """Pins a process and its current children to `cpus` (children forked later inherit it from the root);
+    returns how many processes were pinned."""
+    pinned = 0
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.cpu_affinity(list(cpus))
+            pinned += 1
+    return pinned
+
+
+class ConnectionProbe:
+    """Client connections open and in use (`pg_stat_activity`, its own left out), sampled every `interval`
+    seconds in a thread pinned to `cpus`, at most `max_samples` times; errors (a restarting server) are
+    counted, not raised."""
+
+    def __init__(self, dsn: str, *, interval: float = 0.05, cpus: Sequence[int] = (), max_samples: int = 3000) -> None:
+        self.dsn = dsn
+        self.interval = interval
+        self.cpus = list(cpus)
+        self.max_samples = max_samples
+        self.samples: list[tuple[float, int, int]] = []  # (epoch s, open, in use)
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="polyperf-pg-connections", daemon=True)
+
+    @property
+    def peak(self) -> int:
+        """Most connections in use at once (sampled)."""
+        return max((n for _t, _open, n in self.samples), default=0)
+
+    @property
+    def mean(self) -> float:
+        return sum(n for _t, _open, n in self.samples) / len(self.samples) if self.samples else 0.0
+
+    @property
+    def open_peak(self) -> int:
+        return max((n for _t, n, _active in self.samples), default=0)
+
+    def _loop(self) -> None:
+        import psycopg
+
+        if self.cpus:
+            os.sched_setaffinity(threading.get_native_id(), self.cpus)
+        conn = None
+        while not self._stop.is_set() and len(self.samples) < self.max_samples:
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=2)
+                opened, active = conn.execute(_CONNECTIONS_SQL).fetchone()
+                self.samples.append((time.time(), int(opened), int(active)))
+            except psycopg.Error:
+                self.errors += 1
+                with contextlib.suppress(psycopg.Error):
+                    if conn is not None:
+                        conn.close()
+                conn = None
+            self._stop.wait(self.interval)
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
+    def __enter__(self) -> ConnectionProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)

@@ -1,0 +1,265 @@
+"""POST runs against database-backed apps, on top of a `LoadEnv`: each measured run is followed by the rows
+check (rows found in the app's table vs POSTs acknowledged) and the database's cost over the same window
+(CPU per request of PostgreSQL's whole process tree, its share of its cores, connections in use, whether
+it was the bottleneck), all recorded with the run's params. A failed rows check is a problem of the
+`LoadEnv` (the test fails) and a `rows_mismatch` row (the report flags it at the top).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from polyperf.load.post_probe import PostProbe
+from polyperf.measure.database import ConnectionProbe, is_db_bound
+from polyperf.measure.rows_check import (
+    DeviceTable,
+    RowsCheck,
+    check_rows,
+    load_counts,
+    parse_request_lines,
+    read_request_logs,
+)
+from polyperf.measure.sampler import Measurement
+from polyperf.record.load_env import LoadEnv
+from polyperf.serve.fleet import Target
+from polyperf.serve.postgres import ThrowawayPostgres
+
+__all__ = ["Database", "PostRuns", "check_metrics"]
+
+
+@dataclass
+class Database:
+    """Where the apps' rows go: the user's server (`throwaway` None) or a throwaway cluster."""
+
+    dsn: str
+    pid: int | None  # the postmaster, when it runs here (its tree's CPU is measured)
+    cpus: list[int]  # the cores it may run on
+    shared: bool  # those cores are the servers' too
+    throwaway: ThrowawayPostgres | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # stated in every row
+
+
+def check_metrics(check: RowsCheck) -> list[tuple[str, float, str, dict[str, Any]]]:
+    return [
+        ("rows_acked", float(check.acked), "count", {}),
+        ("rows_found", float(check.found), "count", {}),
+        ("rows_ambiguous", float(check.ambiguous), "count", {}),
+        ("rows_mismatch", float(check.mismatch), "count", {}),
+    ]
+
+
+class PostRuns:
+    """`runs.oha(target, ...)` / `runs.locust(target, ...)`: measured POST runs with the rows check and the
+    database's cost. `tables` maps each target's key to its table. Every run, recorded or not (calibration),
+    is checked; `whole_run()` then checks each table as a whole, from the mark taken here (after the
+    servers' verification POSTs) against every acknowledgement since, stragglers between runs included."""
+
+    def __init__(self, env: LoadEnv, db: Database, tables: Mapping[str, str], *, body: Mapping[str, str]) -> None:
+        self.env = env
+        self.db = db
+        self.tables = dict(tables)
+        self.body = dict(body)  # oha sends this one device with every request
+        self.start = {key: DeviceTable(db.dsn, table).high_water() for key, table in self.tables.items()}
+        self.totals: dict[str, list[int]] = {}  # target key -> [acknowledged, ambiguous] over every run
+        if db.pid is not None:
+            env.extra_pids["db"] = db.pid
+
+    def table(self, target: Target) -> DeviceTable:
+        return DeviceTable(self.db.dsn, self.tables[target.key])
+
+    def oha(
+        self,
+        target: Target,
+        *,
+        case: str,
+        requests: int,
+        bound_s: float,
+        connections: int,
+        rate: float | None = None,
+        repeat: int = 0,
+        params: Mapping[str, Any] | None = None,
+        keep: bool = True,
+        witness: PostProbe | None = None,
+    ) -> tuple[Measurement | None, RowsCheck | None]:
+        """oha, every request the same POST; ends after `requests` requests (so none is cut off and the
+        count is exact), or at `bound_s` if slower than planned (cut-off requests then count as ambiguous).
+        `witness`: a probe (not yet started, sending the same body) run alongside; its ids are checked one
+        by one, its failures count as ambiguous."""
+        options: dict[str, Any] = {"connections": connections, "method": "POST", "body": json.dumps(self.body)}
+        if rate is not None:
+            options["rate"] = rate
+        mark = self.table(target).high_water()
+        probe = ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus) if keep else None
+        with probe or contextlib.nullcontext(), witness or contextlib.nullcontext():
+            m = self.env.oha(
+                target,
+                case=case,
+                duration=bound_s,
+                repeat=repeat,
+                params=params,
+                keep=keep,
+                max_requests=requests,
+                **options,
+            )
+        if m is None:
+            return m, None
+        acked, ambiguous = load_counts(m.load)
+        seen = parse_request_lines(witness.lines if witness else [])
+        check = check_rows(
+            self.table(target).rows_after(mark),
+            acked_count=acked + len(seen.acked),
+            ambiguous=ambiguous + seen.ambiguous,
+            acked=seen.acked,
+            body=self.body,
+        )
+        self.record_check(
+            target,
+            m,
+            check,
+            probe,
+            case=case,
+            repeat=repeat,
+            duration=bound_s,
+            options=options,
+            params=params,
+            keep=keep,
+        )
+        return m, check
+
+    def locust(
+        self,
+        target: Target,
+        *,
+        case: str,
+        steps: Sequence[tuple[int, float]],
+        think: float,
+        timeout: float,
+        repeat: int = 0,
+        params: Mapping[str, Any] | None = None,
+    ) -> tuple[Measurement | None, RowsCheck | None, Any]:
+        """locust's step ramp, a random device per request, `think` s between a user's requests; the ids it
+        was given are checked one by one. Returns (measurement, check, what its request logs saw)."""
+        options: dict[str, Any] = {
+            "steps": steps,
+            "method": "POST",
+            "body": "devices",
+            "think": think,
+            "timeout": timeout,
+        }
+        duration = sum(s for _u, s in steps)
+        params = {"users": max(u for u, _s in steps), **(params or {})}
+        mark = self.table(target).high_water()
+        with ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus) as probe:
+            m = self.env.locust(target, case=case, duration=duration, repeat=repeat, params=params, **options)
+        if m is None:
+            return None, None, None
+        seen = read_request_logs(m.load.extra.get("requests_logs", []))
+        check = check_rows(
+            self.table(target).rows_after(mark), acked_count=len(seen.acked), ambiguous=seen.ambiguous, acked=seen.acked
+        )
+        self.record_check(
+            target, m, check, probe, case=case, repeat=repeat, duration=duration, options=options, params=params
+        )
+        return m, check, seen
+
+    def record_check(
+        self,
+        target: Target,
+        m: Measurement,
+        check: RowsCheck,
+        probe: ConnectionProbe | None,
+        *,
+        case: str,
+        repeat: int,
+        duration: float,
+        options: Mapping[str, Any],
+        params: Mapping[str, Any] | None,
+        keep: bool = True,
+    ) -> None:
+        """The rows check and the database's cost, with the params `LoadEnv.run` gave the run's own rows
+        (`keep` false: checked and counted in the totals, not recorded)."""
+        total = self.totals.setdefault(target.key, [0, 0])
+        total[0] += check.acked
+        total[1] += check.ambiguous
+        if not check.ok:
+            self.env.problems.append(f"{case} {target.key} (repeat {repeat}): rows check failed: {check.describe()}")
+        if not keep:
+            return
+        run_params = {
+            **self.env.params,
+            **target.params,
+            "path": target.path,
+            "duration_s": duration,
+            **{k: [list(v) for v in val] if k == "steps" else val for k, val in options.items()},
+            **(params or {}),
+        }
+        metrics = [*check_metrics(check), *self.db_metrics(m, probe)]
+        self.env.record.many(
+            metrics,
+            case=case,
+            implementation=target.name,
+            variant=target.variant,
+            driver=m.load.driver,
+            repeat=repeat,
+            client_bound=m.client_bound,
+            params=run_params,
+        )
+
+    def whole_run(self) -> dict[str, tuple[RowsCheck, int]]:
+        """Per app (all its tables): every row above the start marks against every acknowledgement of every
+        run, by count; and the rows that were there before (the verification's) — the table then holds
+        exactly `before + found` rows."""
+        out: dict[str, tuple[RowsCheck, int]] = {}
+        for key, table in self.tables.items():
+            app = key.partition("#")[0].partition("/")[0]
+            acked, ambiguous = self.totals.get(key, [0, 0])
+            found = DeviceTable(self.db.dsn, table).rows_after(self.start[key])
+            before = DeviceTable(self.db.dsn, table).count() - len(found)
+            check = check_rows(found, acked_count=acked, ambiguous=ambiguous)
+            if app in out:
+                prev, prev_before = out[app]
+                check = _merge(prev, check)
+                before += prev_before
+            out[app] = (check, before)
+        return out
+
+    def db_metrics(self, m: Measurement, probe: ConnectionProbe | None) -> list[tuple[str, float, str, dict]]:
+        out: list[tuple[str, float, str, dict]] = []
+        if probe is not None and probe.samples:
+            out += [
+                ("db_connections_peak", float(probe.peak), "count", {}),
+                ("db_connections_mean", probe.mean, "count", {}),
+                ("db_connections_open_peak", float(probe.open_peak), "count", {}),  # every app's pool
+            ]
+        usage = m.extra.get("db")
+        if usage is None or not m.load.requests or m.load.duration <= 0:
+            return out
+        cores = max(1, len(self.db.cpus))
+        bound = is_db_bound(
+            usage.cpu_seconds, m.server.cpu_seconds, m.load.duration, cores=cores, shared=self.db.shared
+        )
+        return [
+            *out,
+            ("db_cpu_s_per_request", usage.cpu_seconds / m.load.requests, "s", {}),
+            ("db_cpu_share", usage.cpu_seconds / m.load.duration / cores, "ratio", {}),
+            ("db_rss_peak_bytes", float(usage.rss_peak), "bytes", {}),
+            ("db_bound", 1.0 if bound else 0.0, "ratio", {}),
+            # app + database per insert: what one acknowledged row cost the server side in all
+            ("total_cpu_s_per_request", (usage.cpu_seconds + m.server.cpu_seconds) / m.load.requests, "s", {}),
+        ]
+
+
+def _merge(a: RowsCheck, b: RowsCheck) -> RowsCheck:
+    return RowsCheck(
+        a.acked + b.acked,
+        a.found + b.found,
+        a.ambiguous + b.ambiguous,
+        a.lost + b.lost,
+        a.phantom + b.phantom,
+        a.mismatched + b.mismatched,
+        a.by_id and b.by_id,
+    )
