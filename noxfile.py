@@ -90,13 +90,18 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", "python", "suites", "tests", "noxfile.py")
     session.install("-e", ".", "--no-deps")  # import-linter reads the installed package's imports
     session.run("lint-imports")
-    for manifest, workspace in (("rust_ext/Cargo.toml", []), ("rust_apps/Cargo.toml", ["--workspace"])):
+    # rust_ext, the apps' workspace, and the 2019 scheduler crate that keeps its own lock file outside it
+    for manifest, scope in (
+        ("rust_ext/Cargo.toml", []),
+        ("rust_apps/Cargo.toml", ["--workspace"]),
+        ("rust_apps/sched_bench_old/Cargo.toml", []),
+    ):
         if (ROOT / manifest).exists():
-            session.run("cargo", "fmt", "--check", "--manifest-path", manifest, external=True)
+            session.run("cargo", "fmt", "--all", "--check", "--manifest-path", manifest, external=True)
             session.run(
                 "cargo",
                 "clippy",
-                *workspace,
+                *scope,
                 "--manifest-path",
                 manifest,
                 "--all-targets",
