@@ -1,7 +1,7 @@
 """`polyperf audit`: runs a command under strace and flags files read or written in runs of tiny syscalls.
 
 The first article's detective work (SEEDS.md §1: `strace --trace=read` filtered for 1-byte reads, with
-`--stack-traces`), made a report. `parse_strace`/`iter_syscalls` and `summarize` are pure; `audit` runs strace.
+`--stack-traces`), made a report. `summarize` is pure; `audit` runs strace; `strace_output` parses its output.
 """
 
 from __future__ import annotations
@@ -11,24 +11,22 @@ import functools
 import json
 import math
 import os
-import re
 import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from polyperf.errors import PolyperfError, ToolchainMissing
+from polyperf.measure.strace_output import Syscall, iter_syscalls, parse_strace
 
 __all__ = ["BUCKETS", "AuditReport", "FileStats", "Syscall", "audit", "iter_syscalls", "parse_strace", "summarize"]
 
-READS = frozenset({"read", "pread64", "readv", "preadv", "preadv2"})
-WRITES = frozenset({"write", "pwrite64", "writev", "pwritev", "pwritev2"})
 TRACED = "read,write,pread64,pwrite64,readv,writev"
 # (label, largest byte count in the bucket) for the bytes a successful call moved.
 BUCKETS: tuple[tuple[str, float], ...] = (
@@ -41,132 +39,6 @@ BUCKETS: tuple[tuple[str, float], ...] = (
 )
 # Fixed-size by their API (eventfd, timerfd, signalfd take 8-byte or struct-sized calls), never "unbuffered".
 _FIXED_SIZE_PREFIXES = ("anon_inode:",)
-_UNFINISHED = " <unfinished ...>"
-
-_PREFIX = re.compile(r"(?:\[pid\s+(\d+)\]\s+|(\d+)\s+)?")
-_START = re.compile(r"(\w+)\(")
-_RESUMED = re.compile(r"<\.\.\. (\w+) resumed>")
-_RESULT = re.compile(r"\s*=\s*(-?\d+|\?)(?:\s+(E[A-Z0-9]+))?")
-_FD = re.compile(r"(-?\d+)(?:<(.*)>)?$", re.DOTALL)
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_IOV_LEN = re.compile(r"iov_len=(\d+)")
-
-
-@dataclass(frozen=True)
-class Syscall:
-    """One completed read/write-family call. `requested` is the buffer size asked for (None when strace
-    elided it, e.g. an abbreviated iovec array); `returned` is None when the call never returned (`= ?`)."""
-
-    pid: int | None
-    call: str
-    fd: int
-    path: str | None
-    requested: int | None
-    returned: int | None
-    errno: str | None = None
-    stack: tuple[str, ...] = ()
-
-    @property
-    def is_write(self) -> bool:
-        return self.call in WRITES
-
-    @property
-    def ok(self) -> bool:
-        return self.returned is not None and self.returned >= 0
-
-    @property
-    def size(self) -> int | None:
-        """What the call asked for; what it moved when strace elided the request."""
-        return self.requested if self.requested is not None else self.returned
-
-    @property
-    def target(self) -> str:
-        return self.path if self.path is not None else f"fd {self.fd}"
-
-
-def _split_args(text: str) -> tuple[list[str], str] | None:
-    """Splits `a, [b, c], "d,)"...) = 1` at top-level commas up to the closing parenthesis."""
-    args: list[str] = []
-    depth, start, i, n = 0, 0, 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif char in "[{(":
-            depth += 1
-        elif char in "]}" or (char == ")" and depth > 0):
-            depth -= 1
-        elif char == ")":
-            args.append(text[start:i].strip())
-            return [arg for arg in args if arg], text[i + 1 :]
-        elif char == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-        i += 1
-    return None
-
-
-def _requested(call: str, args: list[str]) -> int | None:
-    if call in {"readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2"}:
-        iov = _STRING.sub('""', args[1]) if len(args) > 1 else "[...]"
-        lengths = _IOV_LEN.findall(iov)
-        return sum(map(int, lengths)) if lengths and "..." not in iov.replace('""...', "") else None
-    return int(args[2]) if len(args) > 2 and args[2].isdigit() else None
-
-
-def _to_syscall(pid: int | None, call: str, argtext: str) -> Syscall | None:
-    split = _split_args(argtext)
-    if split is None:
-        return None
-    args, rest = split
-    result, fd = _RESULT.match(rest), _FD.match(args[0]) if args else None
-    if result is None or fd is None:
-        return None
-    returned = None if result[1] == "?" else int(result[1])
-    return Syscall(pid, call, int(fd[1]), fd[2], _requested(call, args), returned, result[2])
-
-
-def iter_syscalls(lines: Iterable[str]) -> Iterator[Syscall]:
-    """Streams the read/write-family calls of `strace -f -y [-k]` output, joining `<unfinished ...>` with
-    its `<... resumed>` line and attaching the ` > frame` lines that follow a call as its stack."""
-    pending: dict[int | None, str] = {}  # a thread has at most one call in flight
-    last: Syscall | None = None
-    stack: list[str] = []
-    for raw in lines:
-        line = raw.rstrip("\n")
-        if line.startswith(" > "):
-            if last is not None:
-                stack.append(line[3:].strip())
-            continue
-        if last is not None:
-            yield replace(last, stack=tuple(stack)) if stack else last
-            last, stack = None, []
-        prefix = _PREFIX.match(line)
-        assert prefix is not None  # every group is optional
-        pid_text = prefix[1] or prefix[2]
-        pid = int(pid_text) if pid_text else None
-        body = line[prefix.end() :]
-        resumed = _RESUMED.match(body)
-        if resumed:
-            head = pending.pop(pid, None)
-            if head is None:
-                continue
-            body = head + body[resumed.end() :]
-        if body.endswith(_UNFINISHED):
-            pending[pid] = body[: -len(_UNFINISHED)]
-            continue
-        start = _START.match(body)
-        if start and (start[1] in READS or start[1] in WRITES):
-            last = _to_syscall(pid, start[1], body[start.end() :])
-    if last is not None:
-        yield replace(last, stack=tuple(stack)) if stack else last
-
-
-def parse_strace(text: str) -> list[Syscall]:
-    """All read/write-family calls in a strace capture (see `iter_syscalls`)."""
-    return list(iter_syscalls(text.splitlines()))
 
 
 def bucket(nbytes: int) -> str:
