@@ -34,7 +34,7 @@ from polyperf.measure.database import pin_tree, postmaster_pid
 from polyperf.measure.rows_check import parse_request_lines, table_name
 from polyperf.record.db_runs import Database, PostRuns
 from polyperf.record.env import add_note
-from polyperf.record.load_env import LoadEnv
+from polyperf.record.load_suite import LoadEnv
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.pg_binaries import wheel_bindir
 from polyperf.serve.postgres import ThrowawayPostgres

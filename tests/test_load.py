@@ -34,7 +34,7 @@ from polyperf.load.common import LoadResult
 from polyperf.load.native_driver import oha_counts, wrk_counts
 from polyperf.measure.sampler import Sample, is_client_bound, measure, window_usage
 from polyperf.record import Recorder
-from polyperf.record.load_env import LoadEnv
+from polyperf.record.load_suite import LoadEnv
 from polyperf.record.rows import measurement_rows
 from polyperf.record.run_dir import RowWriter, load_run
 from polyperf.serve.fleet import Fleet, Target

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import polyperf
-from polyperf.record import load_env
+from polyperf.record.run_dir import load_env
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ from polyperf.measure.rows_check import (
     read_request_logs,
 )
 from polyperf.measure.sampler import Measurement
-from polyperf.record.load_env import LoadEnv
+from polyperf.record.load_suite import LoadEnv
 from polyperf.serve.fleet import Target
 from polyperf.serve.postgres import ThrowawayPostgres
 
