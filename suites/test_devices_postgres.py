@@ -1,4 +1,4 @@
-"""Rust vs Go with PostgreSQL (SEEDS.md §4, test 2): axum_devices, gnet_devices and nethttp_devices insert devices
+"""Rust vs Go with PostgreSQL (Anton Putra's test 2): axum_devices, gnet_devices and nethttp_devices insert devices
 (`POST /api/devices` → `INSERT … RETURNING id`) under load, at several pool sizes, with nothing lost.
 
 PostgreSQL is a throwaway cluster per run (`max_connections` sized for every pool at once), or the user's

@@ -2,7 +2,7 @@
 stripping, unwinding tables, the mimalloc allocator linked in, and the instruction sets the code uses.
 
 Reads the ELF section table directly; instruction counts come from binutils' `objdump -d`. Used by the
-build-settings suite (SEEDS.md §3) to show that `native` really was compiled for this CPU and
+build-settings suite to show that `native` really was compiled for this CPU and
 `native-mimalloc` really carries mimalloc, even in stripped binaries.
 """
 

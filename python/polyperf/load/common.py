@@ -29,7 +29,7 @@ __all__ = [
     "require_target",
 ]
 
-# Client-side latency percentiles every driver reports (SEEDS.md §4 used p90; p99.9 shows the tail).
+# Client-side latency percentiles every driver reports (the Rust-vs-Go article used p90; p99.9 shows the tail).
 PERCENTILES = (0.50, 0.90, 0.99, 0.999)
 
 # Called with the pid of every load-generator process a driver starts, so `measure` can count its CPU.

@@ -1,4 +1,4 @@
-"""Drill, the load tool of SEEDS.md §3 (actix matrix build settings): writes its YAML plan, runs it pinned
+"""Drill, the load tool of the actix-web build-settings article: writes its YAML plan, runs it pinned
 to the client CPUs within a time bound, and parses the `--stats` summary it prints.
 
 Drill has no machine-readable statistics (its `--report` file is a one-iteration baseline for `--compare`),

@@ -1,6 +1,6 @@
 """`polyperf audit`: runs a command under strace and flags files read or written in runs of tiny syscalls.
 
-The first article's detective work (SEEDS.md §1: `strace --trace=read` filtered for 1-byte reads, with
+The first article's detective work (era.co's article: `strace --trace=read` filtered for 1-byte reads, with
 `--stack-traces`), made a report. `summarize` is pure; `audit` runs strace; `strace_output` parses its output.
 """
 

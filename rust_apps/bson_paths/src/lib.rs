@@ -1,4 +1,4 @@
-//! The BSON article's deserialization paths (SEEDS.md §2) and the datasets they are measured on.
+//! The BSON article's deserialization paths ("Making slow Rust code fast") and the datasets they are measured on.
 //!
 //! Used by polyperf's PyO3 extension (`polyperf._native.deserialize_reply`, which adds timing and
 //! allocation counts) and by the `bson_server` HTTP app (one deserialization per request).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
-/// How a reply is deserialized (SEEDS.md §2): the article's baseline and its two improvements, plus
+/// How a reply is deserialized ("Making slow Rust code fast"): the article's baseline and its two improvements, plus
 /// borrowing strings from the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeserializePath {
