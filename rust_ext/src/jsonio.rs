@@ -1,6 +1,7 @@
 //! The I/O paths of era.co's "Unbuffered I/O can make your Rust programs much slower": JSON parsed
-//! through an unbuffered `File`, a `BufReader`, or a whole-file read, and lines written through a bare `File` or a `BufWriter`. Each call counts its
-//! own syscalls (see `syscalls`) and times itself, so Python-side overhead never enters the figures.
+//! through an unbuffered `File`, a `BufReader`, or a whole-file read, and lines written through a bare
+//! `File` or a `BufWriter`. Each call counts its own syscalls (see `syscalls`) and times itself, so
+//! Python-side overhead never enters the figures.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
