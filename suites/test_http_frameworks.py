@@ -56,6 +56,13 @@ def plan(profile):
 
 
 @pytest.fixture(scope="module")
+def load_options(load_options):
+    """Server-vs-server claims need the server to be the limit: a CPU budget by default where one client
+    core cannot outpace the server's (`--server-cpu-quota none` measures without one)."""
+    return load_options.budget_by_default()
+
+
+@pytest.fixture(scope="module")
 def fleet(load_options, run_dir):
     with Fleet(TARGETS, log_dir=run_dir / "logs", **load_options.fleet) as fleet:
         yield fleet

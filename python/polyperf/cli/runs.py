@@ -114,10 +114,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     load.add_argument(
         "--server-cpu-quota",
         default=None,
-        metavar="FRACTION|auto",
+        metavar="FRACTION|auto|none",
         help="put each server in a CPU cgroup with this many CPUs of quota (e.g. 0.5) so one client core can "
         "saturate it and capacity per server CPU-second is measured at saturation; auto: the largest budget at "
-        "which the client is not the limit (needs root and a writable cgroup v1 `cpu` or v2 `cpu.max`)",
+        "which the client is not the limit (needs root and a writable cgroup v1 `cpu` or v2 `cpu.max`); none: never. "
+        "http_frameworks uses auto by itself where the client has no more CPUs than the server",
     )
     load.add_argument("--cpu-quota-period-ms", type=float, default=None, help="the budget's CFS period (default 10)")
     load.add_argument("--flamegraph", action="store_true", help="add a perf flamegraph of each server (needs perf)")

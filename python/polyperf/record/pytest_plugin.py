@@ -7,6 +7,7 @@ Loaded by `suites/conftest.py`, so plain `pytest suites/...` and `polyperf run` 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -60,9 +61,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--server-cpu-quota",
         default=os.environ.get("POLYPERF_SERVER_CPU_QUOTA"),
-        metavar="FRACTION|auto",
+        metavar="FRACTION|auto|none",
         help="run each server inside a CPU cgroup with this many CPUs of quota (e.g. 0.5), so that one client "
-        "core can saturate it; `auto`: the largest budget at which the client is no longer the limit",
+        "core can saturate it; `auto`: the largest budget at which the client is no longer the limit; `none`: "
+        "never (http_frameworks otherwise budgets by itself where the client has no more cores than the server)",
     )
     group.addoption(
         "--cpu-quota-period-ms",
@@ -208,6 +210,19 @@ class LoadOptions:
     cpu_quota: float | None = None  # CPUs of quota per server; 1.0 while `auto` is still calibrating
     auto_quota: bool = False
     quota_period_s: float = 0.010
+    quota_refused: bool = False  # `--server-cpu-quota none`: never a budget, not even a suite's default
+
+    def budget_by_default(self) -> LoadOptions:
+        """For suites whose claims compare servers: `auto` when no budget was asked for (nor refused), the
+        client has no more cores than the server, and CPU budgets work here — else these options unchanged.
+        One client core cannot outpace one server core, so without a budget such a machine measures the client."""
+        if self.cpu_quota is not None or self.quota_refused or len(self.client_cpus) > len(self.server_cpus):
+            return self
+        from polyperf.serve.cpu_budget import cpu_budget_support
+
+        if cpu_budget_support() is not None:
+            return self
+        return dataclasses.replace(self, cpu_quota=1.0, auto_quota=True)
 
     @property
     def fleet(self) -> dict[str, Any]:
@@ -216,7 +231,7 @@ class LoadOptions:
 
 
 def _quota(text: str | None) -> tuple[float | None, bool]:
-    if not text:
+    if not text or text == "none":
         return None, False
     if text == "auto":
         return 1.0, True
@@ -244,7 +259,9 @@ def load_options(pytestconfig: pytest.Config) -> LoadOptions:
         if why is not None:
             raise pytest.UsageError(f"--server-cpu-quota: CPU budgets are not available here: {why}")
     period = pytestconfig.getoption("--cpu-quota-period-ms") / 1e3
-    return LoadOptions(server_cpus, client_cpus, bool(pytestconfig.getoption("--flamegraph")), quota, auto, period)
+    refused = pytestconfig.getoption("--server-cpu-quota") == "none"
+    flamegraph = bool(pytestconfig.getoption("--flamegraph"))
+    return LoadOptions(server_cpus, client_cpus, flamegraph, quota, auto, period, refused)
 
 
 def describe_benchmark(
