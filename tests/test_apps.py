@@ -14,6 +14,7 @@ import time
 
 import psutil
 import pytest
+from process_checks import gone
 
 from polyperf.build import build
 from polyperf.build.registry import APPS
@@ -39,18 +40,6 @@ def postgres(tmp_path_factory):
         yield pg
 
 
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("name", list(APPS))
 def test_app_passes_verification_and_stops(name, built, tmp_path):
     server = Server(name, log_dir=tmp_path).start()
@@ -61,7 +50,7 @@ def test_app_passes_verification_and_stops(name, built, tmp_path):
     failed = [f"{c.name}: {c.detail}" for c in checks if not c.ok]
     assert not failed, failed
     assert code == 0, f"{name} exited with {code} on SIGTERM"
-    assert _gone(server.pid)
+    assert gone(server.pid)
 
 
 @pytest.mark.parametrize("name", DEVICE_APPS)
@@ -163,7 +152,7 @@ def test_no_orphan_when_the_harness_is_killed(sig, built, tmp_path):
         assert psutil.pid_exists(server_pid)
         harness.send_signal(sig)
         harness.wait(timeout=30)
-        assert _gone(server_pid), f"server {server_pid} survived the harness dying by {sig!r}"
+        assert gone(server_pid), f"server {server_pid} survived the harness dying by {sig!r}"
     finally:
         harness.kill()
 
@@ -184,7 +173,7 @@ def test_serve_command_stops_its_app_on_sigterm(built, tmp_path):
             pass
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-        assert all(_gone(pid) for pid in server_pids)
+        assert all(gone(pid) for pid in server_pids)
     finally:
         proc.kill()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from process_checks import gone
 
 from polyperf.errors import ToolchainMissing
 from polyperf.load import Bounds, LoadFailed, TargetNotLoopback
@@ -71,18 +72,6 @@ def server() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def bombardier() -> Path:
     return ensure_bombardier()
-
-
-def _gone(pid: int, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # -- golden outputs (pure) ------------------------------------------------------------------------------
@@ -183,7 +172,7 @@ def test_live_request_bound(server, bombardier, tmp_path):
     )
     assert result.requests == result.successes == 300 and result.status_counts == {200: 300}
     assert result.duration < 10.0 and result.latency[0.5] <= result.latency[0.999] < 10.0
-    assert len(pids) == 1 and _gone(pids[0])
+    assert len(pids) == 1 and gone(pids[0])
 
 
 def test_live_duration_bound_and_window(server, bombardier, tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from process_checks import alive
 
 import polyperf
 
@@ -25,17 +26,6 @@ def _tree(pid: int) -> set[int]:
         return {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
     except psutil.NoSuchProcess:
         return set()
-
-
-def _alive(pids: set[int]) -> set[int]:
-    alive = set()
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.add(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
 
 
 def _load_started(out: Path) -> bool:
@@ -63,12 +53,12 @@ def test_run_stops_on_signal_and_keeps_rows(tmp_path, how):
         else:
             proc.send_signal(getattr(signal, how))
         stop_by = time.monotonic() + 15
-        while _alive(seen) and time.monotonic() < stop_by:
-            seen |= set().union(*(_tree(p) for p in _alive(seen)))
+        while alive(seen) and time.monotonic() < stop_by:
+            seen |= set().union(*(_tree(p) for p in alive(seen)))
             time.sleep(0.2)
-        assert not _alive(seen), f"left running 15 s after {how}: {[psutil.Process(p).cmdline() for p in _alive(seen)]}"
+        assert not alive(seen), f"left running 15 s after {how}: {[psutil.Process(p).cmdline() for p in alive(seen)]}"
     finally:
-        for pid in _alive(seen | {proc.pid}):
+        for pid in alive(seen | {proc.pid}):
             os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=10)
     run_dir = next(out.glob("runs/*"))

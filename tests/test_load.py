@@ -15,6 +15,7 @@ import time
 
 import psutil
 import pytest
+from process_checks import gone
 
 from polyperf.build import build
 from polyperf.common.cpus import split_cpus
@@ -70,22 +71,6 @@ def hello(tmp_path_factory, tools):
         yield server
 
 
-def _gone(pids, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not alive:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _assert_sane(result: LoadResult, bound: float):
     assert result.requests > 0 and result.rps > 0, result
     assert result.requests == result.successes + result.failures
@@ -113,7 +98,7 @@ def test_native_driver_closed_model(hello, tmp_path, driver):
     _assert_sane(result, 1.5)
     assert result.driver == driver and result.mode == "closed" and result.connections == 16
     assert result.duration > 1.0
-    assert len(pids) == 1 and _gone(pids)
+    assert len(pids) == 1 and gone(pids)
 
 
 @pytest.mark.parametrize("driver", ["oha", "wrk"])
@@ -158,7 +143,7 @@ def test_locust_closed_model(hello, tmp_path, processes):
     assert result.latency_resolution == 0.001 and result.status_counts == {200: result.requests}
     assert len(pids) == (1 if processes == 1 else processes + 1)  # local, or master + workers
     assert result.extra["workers"] == (0 if processes == 1 else processes)
-    assert _gone(pids), "a locust process outlived its run"
+    assert gone(pids), "a locust process outlived its run"
 
 
 def test_locust_request_bound_and_step_ramp(hello, tmp_path):
@@ -369,6 +354,6 @@ def test_no_load_generator_outlives_the_harness(hello, tmp_path, driver, sig):
         assert all(psutil.pid_exists(p) for p in pids)
         harness.send_signal(sig)
         harness.wait(timeout=30)
-        assert _gone(pids), f"{driver} processes survived the harness dying by {sig!r}"
+        assert gone(pids), f"{driver} processes survived the harness dying by {sig!r}"
     finally:
         harness.kill()

@@ -130,7 +130,10 @@ def _stop_on_signals(config: pytest.Config) -> None:
     the session the way Ctrl-C does: fixtures tear their servers down and the rows are finalized."""
 
     def interrupt(signum: int, _frame: object) -> None:
-        config.stash[_SIGNAL] = signal.Signals(signum).name
+        name = signal.Signals(signum).name
+        if _SIGNAL not in config.stash:  # recorded at once: the teardown that follows may itself be cut short
+            config.stash[_SIGNAL] = name
+            write_env(config.stash[_RUN_DIR], interrupted=name)
         raise KeyboardInterrupt
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -163,10 +166,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run_dir = session.config.stash.get(_RUN_DIR, None)
-    if run_dir is not None and exitstatus != pytest.ExitCode.INTERRUPTED:
+    if run_dir is not None and exitstatus != pytest.ExitCode.INTERRUPTED and _SIGNAL not in session.config.stash:
         # the next run's estimate of what remains (setup + call + teardown of each test)
         (run_dir / "durations.json").write_text(json.dumps(session.config.stash.get(_DURATIONS, {}), indent=0))
-    if run_dir is not None and exitstatus == pytest.ExitCode.INTERRUPTED:
+    if run_dir is not None and (exitstatus == pytest.ExitCode.INTERRUPTED or _SIGNAL in session.config.stash):
         write_env(run_dir, interrupted=session.config.stash.get(_SIGNAL, "SIGINT"))
 
 

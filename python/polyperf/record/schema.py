@@ -155,9 +155,9 @@ def as_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(records, columns=[*COLUMNS, "schema_version"])
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
     frame["repeat"] = pd.to_numeric(frame["repeat"], errors="coerce").fillna(0).astype("int64")
-    frame["client_bound"] = frame["client_bound"].fillna(False).astype(bool)
+    frame["client_bound"] = frame["client_bound"].astype(object).fillna(False).astype(bool)
     for column in ("driver", "variant"):
-        frame[column] = frame[column].fillna("").astype(str)
+        frame[column] = frame[column].astype(object).fillna("").astype(str)
     frame["params"] = frame["params"].map(lambda p: dict(p) if isinstance(p, Mapping) else {})
     frame["schema_version"] = SCHEMA_VERSION
     return frame
