@@ -202,22 +202,17 @@ def to_load_result(
     started = max(spawned, ended - total)
     latency_us = data.get("latencyUs", {})
     latency = {p: latency_us[key] / 1e6 for p, key in _PERCENTILES.items() if key in latency_us}
-    result = LoadResult(
-        driver="bombardier",
-        mode="closed",
-        url=url,
+    return LoadResult.native(
+        "bombardier",
+        url,
         started_at=started,
-        ended_at=started + total,
+        seconds=total,
         requests=requests,
         successes=successes,
-        failures=requests - successes,
+        client_cpus=client_cpus,
         latency=latency,
-        latency_resolution=1e-6,
         connections=connections,
         errors=errors,
         status_counts=status,
-        client_cpus=tuple(client_cpus),
         extra={"threads": len(client_cpus) or os.cpu_count(), "version": BOMBARDIER_VERSION, **(extra or {})},
     )
-    result.check()
-    return result

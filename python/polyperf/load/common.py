@@ -137,6 +137,37 @@ class LoadResult:
     def non_2xx(self) -> int:
         return sum(n for status, n in self.status_counts.items() if not 200 <= status < 300)
 
+    @classmethod
+    def native(
+        cls,
+        driver: str,
+        url: str,
+        *,
+        started_at: float,
+        seconds: float,
+        requests: int,
+        successes: int,
+        client_cpus: Sequence[int],
+        **fields: Any,
+    ) -> LoadResult:
+        """A native generator's run (oha, wrk, bombardier): microsecond latencies, a window of `seconds` from
+        `started_at`, and every request that did not succeed a failure; checked before it is returned."""
+        result = cls(
+            driver=driver,
+            mode=fields.pop("mode", "closed"),
+            url=url,
+            started_at=started_at,
+            ended_at=started_at + seconds,
+            requests=requests,
+            successes=successes,
+            failures=requests - successes,
+            latency_resolution=1e-6,
+            client_cpus=tuple(client_cpus),
+            **fields,
+        )
+        result.check()
+        return result
+
     def check(self) -> None:
         """Raises `LoadFailed` if the numbers contradict each other (a parser bug, not a slow server)."""
         problems = []

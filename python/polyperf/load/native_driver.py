@@ -174,26 +174,22 @@ def run_oha(
     total = float(data["summary"]["total"])
     started = max(spawned, ended - total)
     latency = oha_latency(data)
-    result = LoadResult(
-        driver="oha",
-        mode="fixed-rate" if rate else "closed",
-        url=url,
+    return LoadResult.native(
+        "oha",
+        url,
         started_at=started,
-        ended_at=started + total,
+        seconds=total,
         requests=requests,
         successes=successes,
-        failures=requests - successes,
+        client_cpus=client_cpus,
+        mode="fixed-rate" if rate else "closed",
         latency=latency,
-        latency_resolution=1e-6,
         connections=connections,
         offered_rate=rate,
         errors=errors,
         status_counts=status,
-        client_cpus=tuple(client_cpus),
         extra={"raw": str(out), "threads": threads},
     )
-    result.check()
-    return result
 
 
 _WRK_SCRIPT = """-- polyperf: stop each thread at its share of the request budget; the summary as JSON
@@ -290,21 +286,16 @@ def run_wrk(
     requests, successes, errors = wrk_counts(data)
     total = data["duration_us"] / 1e6
     latency = {p: data["latency_us"][f"{p * 100:g}"] / 1e6 for p in PERCENTILES}
-    result = LoadResult(
-        driver="wrk",
-        mode="closed",
-        url=url,
+    return LoadResult.native(
+        "wrk",
+        url,
         started_at=ended - total,
-        ended_at=ended,
+        seconds=total,
         requests=requests,
         successes=successes,
-        failures=requests - successes,
+        client_cpus=client_cpus,
         latency=latency,
-        latency_resolution=1e-6,
         connections=connections,
         errors=errors,
-        client_cpus=tuple(client_cpus),
         extra={"raw": str(out), "threads": threads},
     )
-    result.check()
-    return result
