@@ -1,6 +1,7 @@
 """Builds apps per variant with cargo or go, caches by source state, and measures what a build costs
-(wall time, binary size). A build is skipped when the sources, toolchain and variant are unchanged
-and the binary is still there; the recorded time is then that of the build which made it."""
+(wall time, binary size). A build is skipped when the sources, toolchain, variant, command line, cargo
+configuration and every environment variable that changes the binary are unchanged, and the binary is the
+one that build wrote; the recorded time is then that of the build which made it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import tempfile
 import time
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +24,47 @@ from polyperf.common.paths import GO_APPS, RUST_APPS
 from polyperf.common.tools import require_tool
 from polyperf.errors import BuildFailed
 
-__all__ = ["BuildResult", "build"]
+__all__ = ["BuildResult", "binary_env", "build", "build_app"]
 
 _SOURCE_SUFFIXES = {".rs", ".go", ".toml", ".lock", ".mod", ".sum"}
+# What changes a binary besides its sources: rustc/cargo flags, every CARGO_* setting (profile overrides,
+# encoded rustflags, linker, incremental), the C compiler a build script runs (mimalloc is C: cc-rs reads
+# CC/CFLAGS/..., also as TARGET_*, HOST_* and *_<target>), and Go's build settings.
+_ENV_EXACT = frozenset(
+    {"RUSTFLAGS", "RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC_BOOTSTRAP", "RUSTUP_TOOLCHAIN"}
+    | {"GOFLAGS", "GOAMD64", "GOARCH", "GOOS", "GOEXPERIMENT", "GOTOOLCHAIN", "CGO_ENABLED"}
+)
+_ENV_PREFIXES = ("CARGO_", "CGO_")
+_CC_VARS = ("CC", "CXX", "AR", "ARFLAGS", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CRATE_CC_NO_DEFAULTS")
+# CARGO_* settings that change where or how verbosely cargo works, never what it produces (and registry
+# tokens, which must not be hashed into files); CARGO_TARGET_DIR is the harness's own, part of the path.
+_ENV_IGNORED_PREFIXES = (
+    "CARGO_TERM_",
+    "CARGO_HTTP_",
+    "CARGO_NET_",
+    "CARGO_REGISTRY_",
+    "CARGO_REGISTRIES_",
+    "CARGO_CACHE_",
+    "CARGO_LOG",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET_DIR",
+    "CARGO_BUILD_JOBS",
+)
+
+
+def binary_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables of `environ` that change what a cargo or go build produces (pure)."""
+
+    def counts(name: str) -> bool:
+        if name.startswith(_ENV_IGNORED_PREFIXES):
+            return False
+        if name in _ENV_EXACT or name.startswith(_ENV_PREFIXES):
+            return True
+        return any(
+            name == var or name.startswith(f"{var}_") or name in (f"TARGET_{var}", f"HOST_{var}") for var in _CC_VARS
+        )
+
+    return {name: environ[name] for name in sorted(environ) if counts(name)}
 
 
 @dataclass(frozen=True)
@@ -37,10 +77,19 @@ class BuildResult:
     cached: bool
 
 
-def _toolchain_version(tool: str) -> str:
-    args = [tool, "version"] if tool == "go" else ["rustc", "--version"]
-    done = subprocess.run(args, capture_output=True, text=True, check=False)
+def _toolchain_version(tool: str, env: Mapping[str, str]) -> str:
+    # rustc -vV: version, commit, host and LLVM version, as the build's own environment selects them
+    args = [tool, "version"] if tool == "go" else ["rustc", "-vV"]
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=dict(env))
     return done.stdout.strip()
+
+
+def _cargo_configs(cwd: Path, env: Mapping[str, str]) -> list[Path]:
+    """cargo's configuration files for a build in `cwd`: `.cargo/config[.toml]` there and in every parent
+    directory, and in CARGO_HOME; they can set rustflags, profiles and the linker."""
+    home = Path(env.get("CARGO_HOME") or Path.home() / ".cargo")
+    folders = [*(d / ".cargo" for d in (cwd, *cwd.parents)), home]
+    return [f / name for f in folders for name in ("config", "config.toml") if (f / name).is_file()]
 
 
 def _source_roots(app: App) -> list[Path]:
@@ -56,7 +105,7 @@ def _source_roots(app: App) -> list[Path]:
     return [*sorted(RUST_APPS.glob("*.toml")), RUST_APPS / "Cargo.lock", app.source_dir, *local]
 
 
-def _fingerprint(app: App, variant: str) -> str:
+def _fingerprint(app: App, variant: str, cmd: list[str], cwd: Path, env: Mapping[str, str]) -> str:
     skip = {"target", "bin", ".git"}
     digest = hashlib.sha256()
     for root in _source_roots(app):
@@ -68,7 +117,9 @@ def _fingerprint(app: App, variant: str) -> str:
             if path.suffix in _SOURCE_SUFFIXES and path.exists():
                 digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
     spec = app.variants[variant]
-    digest.update(repr((variant, spec, _toolchain_version("go" if app.language == "go" else "cargo"))).encode())
+    toolchain = _toolchain_version("go" if app.language == "go" else "cargo", env)
+    configs = [(str(p), p.read_bytes()) for p in _cargo_configs(cwd, env)] if app.language == "rust" else []
+    digest.update(repr((variant, spec, toolchain, cmd, sorted(binary_env(env).items()), configs)).encode())
     return digest.hexdigest()
 
 
@@ -79,8 +130,8 @@ def _command(app: App, variant: str) -> tuple[list[str], Path, dict[str, str]]:
         cmd = ["cargo", "build", "--locked", "--profile", str(spec.cargo_profile), "-p", app.name, "--bin", app.name]
         if spec.features:
             cmd += ["--features", ",".join(spec.features)]
-        if spec.rustflags:
-            env["RUSTFLAGS"] = spec.rustflags
+        if spec.rustflags:  # added to the user's own flags (a linker choice, say), which stay in the fingerprint
+            env["RUSTFLAGS"] = " ".join(f for f in (env.get("RUSTFLAGS", "").strip(), spec.rustflags) if f)
         if spec.own_target_dir:
             env["CARGO_TARGET_DIR"] = str(app.target_dir(variant))
         return cmd, RUST_APPS, env
@@ -89,18 +140,41 @@ def _command(app: App, variant: str) -> tuple[list[str], Path, dict[str, str]]:
     return cmd, GO_APPS, env
 
 
+def _binary_id(binary: Path) -> list[int]:
+    stat = binary.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _cached_seconds(binary: Path, stamp: Path, fingerprint: str) -> float | None:
+    """The recorded build time if `binary` is the very file a build with this fingerprint wrote (a binary
+    rebuilt by hand with other flags since then has another size or mtime), else None."""
+    if not binary.exists() or not stamp.exists():
+        return None
+    try:
+        saved = json.loads(stamp.read_text())
+    except json.JSONDecodeError:
+        return None
+    if saved.get("fingerprint") != fingerprint or saved.get("binary") != _binary_id(binary):
+        return None
+    return float(saved["seconds"])
+
+
 def build(spec: str, *, force: bool = False, log_dir: Path | None = None) -> BuildResult:
     """Builds `app[:variant]` (release by default) unless an up-to-date binary exists."""
     app, variant = get_app(spec)
+    return build_app(app, variant, force=force, log_dir=log_dir)
+
+
+def build_app(app: App, variant: str, *, force: bool = False, log_dir: Path | None = None) -> BuildResult:
+    """`build` for a registry entry: cached unless the fingerprint or the binary changed, or `force`."""
     require_tool("cargo" if app.language == "rust" else "go")
     binary = app.binary(variant)
     stamp = binary.with_name(f".{binary.name}.{variant}.polyperf-build.json")
-    fingerprint = _fingerprint(app, variant)
-    if not force and binary.exists() and stamp.exists():
-        saved = json.loads(stamp.read_text())
-        if saved.get("fingerprint") == fingerprint:
-            return BuildResult(app.name, variant, binary, saved["seconds"], binary.stat().st_size, cached=True)
     cmd, cwd, env = _command(app, variant)
+    fingerprint = _fingerprint(app, variant, cmd, cwd, env)
+    cached = None if force else _cached_seconds(binary, stamp, fingerprint)
+    if cached is not None:
+        return BuildResult(app.name, variant, binary, cached, binary.stat().st_size, cached=True)
     if app.variants[variant].own_target_dir:  # a clean build: its time is what these settings cost
         shutil.rmtree(app.target_dir(variant), ignore_errors=True)
     log = Path(log_dir or tempfile.mkdtemp(prefix="polyperf-build-")) / f"build-{app.name}-{variant}.log"
@@ -113,5 +187,5 @@ def build(spec: str, *, force: bool = False, log_dir: Path | None = None) -> Bui
         raise BuildFailed(
             f"building {app.name}:{variant} failed ({' '.join(cmd)} in {cwd}; log {log}): {log_tail(log, 6)}"
         )
-    stamp.write_text(json.dumps({"fingerprint": fingerprint, "seconds": seconds}))
+    stamp.write_text(json.dumps({"fingerprint": fingerprint, "seconds": seconds, "binary": _binary_id(binary)}))
     return BuildResult(app.name, variant, binary, seconds, binary.stat().st_size, cached=False)

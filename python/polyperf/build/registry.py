@@ -64,6 +64,29 @@ _RUST_RELEASE = {"release": BuildSpec("release", description="cargo --release (t
 _GO = {"release": BuildSpec(description="go build (Go has no separate release mode)")}
 _DEVICES_ENDPOINTS = ("GET /healthz", "GET /api/devices", "POST /api/devices")
 
+# The build-settings ladder: Cargo's default release, then one setting at a time (the profiles in
+# rust_apps/Cargo.toml), then the article's profile 'R' with all of them plus strip, then CPU and allocator.
+# Each in a target directory of its own, so its recorded time is a clean build.
+_MATRIX_VARIANTS = {
+    name: BuildSpec(profile, features, rustflags, description, own_target_dir=True)
+    for name, profile, features, rustflags, description in [
+        ("dev", "dev", (), None, "debug build (the article's 'D')"),
+        ("release", "release", (), None, "Cargo's default release: opt-level 3, 16 codegen units, unwinding"),
+        ("release-fat-lto", "release-fat-lto", (), None, 'release + lto = "fat"'),
+        ("release-cgu1", "release-cgu1", (), None, "release + codegen-units = 1"),
+        ("release-abort", "release-abort", (), None, 'release + panic = "abort"'),
+        ("release-lto", "release-lto", (), None, "the article's 'R': fat LTO, codegen-units=1, panic=abort, strip"),
+        ("native", "native", (), "-C target-cpu=native", "release-lto + target-cpu=native ('ROpt')"),
+        (
+            "native-mimalloc",
+            "native-mimalloc",
+            ("mimalloc",),
+            "-C target-cpu=native",
+            "native + mimalloc global allocator ('ROptMimAlloc')",
+        ),
+    ]
+}
+
 APPS: dict[str, App] = {
     app.name: app
     for app in [
@@ -107,26 +130,7 @@ APPS: dict[str, App] = {
             "rust",
             "actix-web naive N×N matrix multiplication (build-settings matrix)",
             "matrix",
-            {
-                "dev": BuildSpec("dev", description="debug build (the article's 'D')", own_target_dir=True),
-                "release": BuildSpec("release", description="plain release, no LTO", own_target_dir=True),
-                "release-lto": BuildSpec(
-                    "release-lto", description="lto, codegen-units=1, panic=abort, strip ('R')", own_target_dir=True
-                ),
-                "native": BuildSpec(
-                    "native",
-                    rustflags="-C target-cpu=native",
-                    description="release-lto + target-cpu=native ('ROpt')",
-                    own_target_dir=True,
-                ),
-                "native-mimalloc": BuildSpec(
-                    "native-mimalloc",
-                    features=("mimalloc",),
-                    rustflags="-C target-cpu=native",
-                    description="native + mimalloc global allocator ('ROptMimAlloc')",
-                    own_target_dir=True,
-                ),
-            },
+            _MATRIX_VARIANTS,
             endpoints=("GET /healthz", "POST /matrix-multiplication"),
         ),
         App(
