@@ -1,6 +1,8 @@
 //! actix_matrix: the CPU-bound point of polyperf, naive matrix multiplication behind actix-web.
-//! `app` builds the service (tests drive it with `actix_web::test`); `run` serves it.
+//! `app` builds the service (tests drive it with `actix_web::test`); `run` serves it; `bench`
+//! times the multiply alone in the same binary.
 
+pub mod bench;
 pub mod error;
 pub mod matrix;
 
@@ -29,8 +31,17 @@ pub const MAX_N: u64 = 512;
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "actix_matrix", version, about)]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
     #[command(flatten)]
     pub serve: ServeArgs,
+}
+
+/// What to do instead of serving.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Time the multiply alone (no server), one JSON line per round on stdout.
+    Bench(bench::BenchArgs),
 }
 
 /// The whole HTTP surface of actix_matrix.

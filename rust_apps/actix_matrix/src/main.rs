@@ -10,6 +10,12 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let result = actix_matrix::run(&actix_matrix::Cli::parse());
+    let cli = actix_matrix::Cli::parse();
+    let result = match &cli.command {
+        Some(actix_matrix::Command::Bench(args)) => {
+            actix_matrix::bench::run(args, &mut std::io::stdout().lock())
+        }
+        None => actix_matrix::run(&cli),
+    };
     server_common::exit_code(actix_matrix::SERVER_NAME, result)
 }
