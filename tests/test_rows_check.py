@@ -1,9 +1,10 @@
 """The rows-vs-acknowledged check: pure rules (lost, phantom, altered, ambiguous), the outage timeline, the
-database-bound flag, and the check against a real app and a real throwaway PostgreSQL — which must fail
-when a row is deleted behind the app's back."""
+database-bound flag, PostgreSQL's memory, and the check against a real app and a real throwaway PostgreSQL —
+which must fail when a row is deleted behind the app's back."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -14,7 +15,7 @@ import pytest
 from polyperf.build import build
 from polyperf.load.locust_post import device_body
 from polyperf.load.post_probe import PostProbe
-from polyperf.measure.database import ConnectionProbe, is_db_bound, postmaster_pid
+from polyperf.measure.database import ConnectionProbe, is_db_bound, postmaster_pid, tree_pss, tree_rss
 from polyperf.measure.rows_check import DeviceTable, check_rows, parse_request_lines, table_name
 from polyperf.serve.postgres import ThrowawayPostgres
 from polyperf.serve.server import Server
@@ -109,3 +110,25 @@ def test_check_fails_when_a_row_is_deleted_behind_the_apps_back(postgres, tmp_pa
     assert not after.ok and after.lost == 1 and after.found == 29, after.describe()
     count_only = check_rows(table.rows_after(mark), acked_count=30)
     assert not count_only.ok and count_only.lost == 1
+
+
+def test_postgres_memory_is_measured_and_shared_buffers_count_once(postgres):
+    """Ten backends that each read the same table: their RSS each include the shared buffers they touched, so
+    the sum of RSS exceeds the sum of PSS (which splits every shared page among its sharers)."""
+    import psycopg
+
+    postgres.query(
+        "CREATE TABLE IF NOT EXISTS pp_memory AS SELECT g AS id, md5(g::text) AS t FROM generate_series(1, 20000) g"
+    )
+    with contextlib.ExitStack() as stack:
+        conns = [stack.enter_context(psycopg.connect(postgres.dsn, autocommit=True)) for _ in range(10)]
+        with ConnectionProbe(postgres.dsn, interval=0.01, pid=postgres.proc.pid, memory_every=1) as probe:
+            for conn in conns:
+                conn.execute("SELECT count(*), max(t) FROM pp_memory").fetchone()
+            time.sleep(0.1)
+        rss, seen = tree_rss(postgres.proc.pid)
+        pss, seen_pss = tree_pss(postgres.proc.pid)
+    assert seen >= 11 and seen_pss >= 11  # the postmaster, its ten backends (and its helpers)
+    assert probe.rss and probe.rss_peak > 0 and probe.pss is not None and probe.pss > 0
+    assert 0 < pss < rss
+    assert probe.pss < probe.rss_peak

@@ -4,9 +4,14 @@ oha's ceiling is wrk's). One core of either drives ~100k+ req/s; locust's FastHt
 
 oha is installed by the project into `<repo>/.tools` (`ensure_oha`, called by nox, CI and the suites),
 wrk comes from Debian (`apt-get install wrk`). Both run pinned to the client CPUs via `procs.spawn`.
-Bounds: oha gets `-n max_requests`, wrk a Lua script that stops each thread at its share of the
-request budget (and writes wrk's summary as JSON); both are interrupted with SIGINT when the duration
-is up, on which both stop and still report.
+Bounds: oha gets `-n max_requests`; both are interrupted with SIGINT when the duration is up, on which both
+stop and still report. wrk sends one fixed request, as oha and bombardier do: its Lua script has only a
+`done()` hook (which writes wrk's summary as JSON) — a `request()` function would put wrk into per-request
+script mode and measure Lua as well. So wrk cannot stop at a request count: it refuses a request bound that
+could be reached within its duration, and fails a run that overshot one.
+
+Every generator's window follows one rule (`driver_window`): its own run time, placed to end where it
+stopped sending, never starting before the harness spawned it (one clock for all).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, On
 
 __all__ = [
     "OHA_VERSION",
+    "WRK_UNREACHABLE_RPS",
+    "driver_window",
     "ensure_oha",
     "ensure_wrk",
     "oha_counts",
@@ -64,11 +71,13 @@ def run_child(
     interrupt: bool,
     on_spawn: OnSpawn | None,
     alive: Callable[[], None] | None,
+    end_at_exit: bool = False,
 ) -> tuple[float, float]:
     """Runs a load generator to completion within its bounds; returns (spawn time, end time), epoch.
 
     `interrupt`: send SIGINT once `bounds.duration` has passed (oha then reports and exits); either way
-    a child still running `bounds.grace` seconds later is killed and the run fails.
+    a child still running `bounds.grace` seconds later is killed and the run fails. The end time is the
+    SIGINT's, unless `end_at_exit` (a generator that keeps sending until it exits) or it exited by itself.
     """
     spawned = time.time()
     proc = procs.spawn(cmd, log_path=log_path, cpus=cpus)
@@ -95,7 +104,15 @@ def run_child(
         procs.stop(proc, grace=5.0)
     if proc.returncode != 0:
         raise LoadFailed(f"{' '.join(cmd)} exited with {proc.returncode}; log {log_path}: {log_tail(log_path)}")
-    return spawned, ended or time.time()
+    exited = time.time()
+    return spawned, exited if end_at_exit or ended is None else ended
+
+
+def driver_window(spawned: float, ended: float, total: float) -> tuple[float, float]:
+    """(start, seconds) of a generator's measured window, the same rule for oha, wrk and bombardier (pure): its
+    own run time `total`, placed to end at `ended`, clamped so that it never starts before `spawned`."""
+    seconds = max(0.0, min(total, ended - spawned))
+    return ended - seconds, seconds
 
 
 def oha_counts(data: Mapping) -> tuple[int, int, dict[int, int], dict[str, int]]:
@@ -127,10 +144,13 @@ def run_oha(
     method: str = "GET",
     body: str | None = None,
     content_type: str = "application/json",
+    per_request: bool = False,
 ) -> LoadResult:
     """oha against `url` (loopback unless `allow_remote`): closed model with `connections`, or open model at
     `rate` requests/s with latency measured from each request's scheduled time (`--latency-correction`).
-    `method` and `body` make every request the same POST (e.g. the matrix app's `{"n": 120}`)."""
+    `method` and `body` make every request the same POST (e.g. the matrix app's `{"n": 120}`).
+    `per_request`: oha also writes every request (due time, end, status) to a sqlite file (`--db-url`), named
+    in `extra["requests_db"]` (see `polyperf.measure.per_second`); oha writes it after the run, at exit."""
     require_target(url, allow_remote=allow_remote)
     oha = ensure_oha(install=False)
     log_dir = Path(log_dir)
@@ -157,6 +177,9 @@ def run_oha(
         cmd += ["-q", f"{rate:g}", "--latency-correction"]
     if method != "GET" or body is not None:
         cmd += ["-m", method, *(["-d", body, "-H", f"content-type: {content_type}"] if body is not None else [])]
+    requests_db = log_dir / f"{tag}.sqlite"
+    if per_request:
+        cmd += ["--db-url", str(requests_db)]
     spawned, ended = run_child(
         [*cmd, url],
         bounds=bounds,
@@ -171,14 +194,13 @@ def run_oha(
     except (OSError, ValueError) as exc:
         raise LoadFailed(f"oha wrote no readable JSON to {out}: {exc}") from None
     requests, successes, status, errors = oha_counts(data)
-    total = float(data["summary"]["total"])
-    started = max(spawned, ended - total)
+    started, seconds = driver_window(spawned, ended, float(data["summary"]["total"]))
     latency = oha_latency(data)
     return LoadResult.native(
         "oha",
         url,
         started_at=started,
-        seconds=total,
+        seconds=seconds,
         requests=requests,
         successes=successes,
         client_cpus=client_cpus,
@@ -188,18 +210,12 @@ def run_oha(
         offered_rate=rate,
         errors=errors,
         status_counts=status,
-        extra={"raw": str(out), "threads": threads},
+        extra={"raw": str(out), "threads": threads, **({"requests_db": str(requests_db)} if per_request else {})},
     )
 
 
-_WRK_SCRIPT = """-- polyperf: stop each thread at its share of the request budget; the summary as JSON
-local budget = {budget}
-local sent = 0
-request = function()
-  sent = sent + 1
-  if sent > budget then wrk.thread:stop() end
-  return wrk.request()
-end
+# done() only: with no request() (nor response()) function wrk stays in its fixed-request mode
+_WRK_SCRIPT = """-- polyperf: wrk's summary as JSON; no request() hook, so every request is the same fixed one
 done = function(summary, latency, requests)
   local f = assert(io.open({out}, "w"))
   local e = summary.errors
@@ -216,6 +232,8 @@ done = function(summary, latency, requests)
   f:close()
 end
 """
+# a request bound wrk can never reach in its duration is a safety bound only (no loopback server comes close)
+WRK_UNREACHABLE_RPS = 2_000_000
 
 
 def wrk_counts(data: Mapping) -> tuple[int, int, dict[str, int]]:
@@ -240,6 +258,11 @@ def run_wrk(
 ) -> LoadResult:
     """wrk against `url` (loopback unless `allow_remote`), closed model: the reference for oha's ceiling."""
     require_target(url, allow_remote=allow_remote)
+    if bounds.max_requests < bounds.duration * WRK_UNREACHABLE_RPS:
+        raise LoadFailed(
+            f"wrk cannot stop at {bounds.max_requests} requests (fixed-request mode stops on time only; a Lua "
+            "request() hook would change what it measures): use oha or bombardier for a request bound"
+        )
     wrk = ensure_wrk()
     log_dir = Path(log_dir)
     tag = f"wrk-{time.time_ns()}"
@@ -248,7 +271,6 @@ def run_wrk(
     script = log_dir / f"{tag}.lua"
     script.write_text(
         _WRK_SCRIPT.format(
-            budget=math.ceil(bounds.max_requests / threads),
             out=json.dumps(str(out)),
             percentiles=", ".join(f"{p * 100:g}" for p in PERCENTILES),
         )
@@ -268,7 +290,8 @@ def run_wrk(
         str(script),
         url,
     ]
-    _spawned, ended = run_child(
+    # wrk's threads notice the SIGINT on their next 100 ms tick and send until then: its window ends at exit
+    spawned, ended = run_child(
         cmd,
         bounds=bounds,
         cpus=client_cpus,
@@ -276,6 +299,7 @@ def run_wrk(
         interrupt=True,
         on_spawn=on_spawn,
         alive=alive,
+        end_at_exit=True,
     )
     try:
         data = json.loads(out.read_text())
@@ -284,13 +308,15 @@ def run_wrk(
             f"wrk wrote no readable JSON to {out}: {exc}; log {log_tail(log_dir / f'{tag}.log')}"
         ) from None
     requests, successes, errors = wrk_counts(data)
-    total = data["duration_us"] / 1e6
+    if requests > bounds.max_requests:
+        raise LoadFailed(f"wrk sent {requests} requests, over the bound of {bounds.max_requests}")
+    started, seconds = driver_window(spawned, ended, data["duration_us"] / 1e6)
     latency = {p: data["latency_us"][f"{p * 100:g}"] / 1e6 for p in PERCENTILES}
     return LoadResult.native(
         "wrk",
         url,
-        started_at=ended - total,
-        seconds=total,
+        started_at=started,
+        seconds=seconds,
         requests=requests,
         successes=successes,
         client_cpus=client_cpus,

@@ -1,9 +1,12 @@
 """PostgreSQL's side of a load run: its process tree (found from a connection, pinned like the servers), the
-connections in use sampled while the run goes (`pg_stat_activity`), and whether it was the bottleneck.
+connections in use and the tree's memory sampled while the run goes, and whether it was the bottleneck.
 
 The CPU of the tree is measured by `sampler.measure(..., extra={"db": pid})` over the run's own window;
 `is_db_bound` (pure) turns it into the flag the article's author checked by eye ("Postgres was not the
-bottleneck").
+bottleneck"). Memory: every backend maps the same shared buffers, so the sum of RSS over the tree counts
+those pages once per backend (`ps` adds up the same way); PSS splits each shared page among the processes
+that map it, so the sum of PSS is the tree's real footprint. RSS is cheap (statm) and sampled during the
+run; PSS costs ~1 ms per process (smaps_rollup) and is read once, after it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-__all__ = ["DB_CPU_LIMIT", "ConnectionProbe", "is_db_bound", "pin_tree", "postmaster_pid"]
+__all__ = ["DB_CPU_LIMIT", "ConnectionProbe", "is_db_bound", "pin_tree", "postmaster_pid", "tree_pss", "tree_rss"]
 
 DB_CPU_LIMIT = 0.90  # like the client's: a tree using >= 90% of the cores it has is the limit
 
@@ -71,18 +74,64 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> int:
     return pinned
 
 
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def tree_rss(pid: int) -> tuple[int, int]:
+    """(sum of RSS in bytes, processes read) over `pid` and its descendants; a process that cannot be read
+    (gone, another user's) is left out of both."""
+    total = seen = 0
+    for proc in _tree(pid):
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+            seen += 1
+    return total, seen
+
+
+def tree_pss(pid: int) -> tuple[int, int]:
+    """(sum of PSS in bytes, processes read) over `pid` and its descendants, from /proc/<pid>/smaps_rollup."""
+    total = seen = 0
+    for proc in _tree(pid):
+        try:
+            with open(f"/proc/{proc.pid}/smaps_rollup") as fh:
+                total += next(int(line.split()[1]) * 1024 for line in fh if line.startswith("Pss:"))
+            seen += 1
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue
+    return total, seen
+
+
 class ConnectionProbe:
     """Client connections open and in use (`pg_stat_activity`, its own left out), sampled every `interval`
     seconds in a thread pinned to `cpus`, at most `max_samples` times; errors (a restarting server) are
-    counted, not raised."""
+    counted, not raised. With `pid` (the postmaster, when it runs here) the tree's summed RSS is sampled too,
+    every `memory_every` samples, and its summed PSS read once when the probe stops."""
 
-    def __init__(self, dsn: str, *, interval: float = 0.05, cpus: Sequence[int] = (), max_samples: int = 3000) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        interval: float = 0.05,
+        cpus: Sequence[int] = (),
+        max_samples: int = 3000,
+        pid: int | None = None,
+        memory_every: int = 5,
+    ) -> None:
         self.dsn = dsn
         self.interval = interval
         self.cpus = list(cpus)
         self.max_samples = max_samples
         self.samples: list[tuple[float, int, int]] = []  # (epoch s, open, in use)
         self.errors = 0
+        self.pid = pid
+        self.memory_every = memory_every
+        self.rss: list[tuple[float, int]] = []  # (epoch s, summed RSS bytes) of every readable sample
+        self.pss: int | None = None  # summed PSS bytes after the run (None: not readable here)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="polyperf-pg-connections", daemon=True)
 
@@ -99,13 +148,28 @@ class ConnectionProbe:
     def open_peak(self) -> int:
         return max((n for _t, n, _active in self.samples), default=0)
 
+    @property
+    def rss_peak(self) -> int:
+        """The largest summed RSS sampled (0: none could be read)."""
+        return max((n for _t, n in self.rss), default=0)
+
+    def _sample_memory(self) -> None:
+        if self.pid is not None:
+            total, seen = tree_rss(self.pid)
+            if seen:
+                self.rss.append((time.time(), total))
+
     def _loop(self) -> None:
         import psycopg
 
         if self.cpus:
             os.sched_setaffinity(threading.get_native_id(), self.cpus)
         conn = None
+        tick = 0
         while not self._stop.is_set() and len(self.samples) < self.max_samples:
+            if tick % self.memory_every == 0:
+                self._sample_memory()
+            tick += 1
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=2)
@@ -131,3 +195,7 @@ class ConnectionProbe:
     ) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+        if self.pid is not None:
+            self._sample_memory()  # the window's end, as the loop may have slept through it
+            total, seen = tree_pss(self.pid)
+            self.pss = total if seen else None

@@ -1,7 +1,8 @@
 """POST runs against database-backed apps, on top of a `LoadEnv`: each measured run is followed by the rows
 check (rows found in the app's table vs POSTs acknowledged) and the database's cost over the same window
-(CPU per request of PostgreSQL's whole process tree, its share of its cores, connections in use, whether
-it was the bottleneck), all recorded with the run's params. A failed rows check is a problem of the
+(CPU per request and per acknowledged insert of PostgreSQL's whole process tree beside the app's, its share
+of its cores, its memory, connections in use, whether it was the bottleneck), all recorded with the run's
+params. A failed rows check is a problem of the
 `LoadEnv` (the test fails) and a `rows_mismatch` row (the report flags it at the top).
 """
 
@@ -84,16 +85,19 @@ class PostRuns:
         params: Mapping[str, Any] | None = None,
         keep: bool = True,
         witness: PostProbe | None = None,
+        per_request: bool = False,
     ) -> tuple[Measurement | None, RowsCheck | None]:
         """oha, every request the same POST; ends after `requests` requests (so none is cut off and the
         count is exact), or at `bound_s` if slower than planned (cut-off requests then count as ambiguous).
         `witness`: a probe (not yet started, sending the same body) run alongside; its ids are checked one
-        by one, its failures count as ambiguous."""
+        by one, its failures count as ambiguous. `per_request`: oha keeps every request (`extra["requests_db"]`)."""
         options: dict[str, Any] = {"connections": connections, "method": "POST", "body": json.dumps(self.body)}
         if rate is not None:
             options["rate"] = rate
+        if per_request:
+            options["per_request"] = True
         mark = self.table(target).high_water()
-        probe = ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus) if keep else None
+        probe = ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus, pid=self.db.pid) if keep else None
         with probe or contextlib.nullcontext(), witness or contextlib.nullcontext():
             m = self.env.oha(
                 target,
@@ -153,7 +157,7 @@ class PostRuns:
         duration = sum(s for _u, s in steps)
         params = {"users": max(u for u, _s in steps), **(params or {})}
         mark = self.table(target).high_water()
-        with ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus) as probe:
+        with ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus, pid=self.db.pid) as probe:
             m = self.env.locust(target, case=case, duration=duration, repeat=repeat, params=params, **options)
         if m is None:
             return None, None, None
@@ -197,7 +201,7 @@ class PostRuns:
             **{k: [list(v) for v in val] if k == "steps" else val for k, val in options.items()},
             **(params or {}),
         }
-        metrics = [*check_metrics(check), *self.db_metrics(m, probe)]
+        metrics = [*check_metrics(check), *self.db_metrics(m, probe, inserts=check.acked)]
         self.env.record.many(
             metrics,
             case=case,
@@ -227,7 +231,11 @@ class PostRuns:
             out[app] = (check, before)
         return out
 
-    def db_metrics(self, m: Measurement, probe: ConnectionProbe | None) -> list[tuple[str, float, str, dict]]:
+    def db_metrics(
+        self, m: Measurement, probe: ConnectionProbe | None, *, inserts: int = 0
+    ) -> list[tuple[str, float, str, dict]]:
+        """PostgreSQL's connections and memory (from the probe) and CPU (the sampler's `db` tree) over the run;
+        per acknowledged insert, the app's CPU and PostgreSQL's side by side."""
         out: list[tuple[str, float, str, dict]] = []
         if probe is not None and probe.samples:
             out += [
@@ -235,6 +243,10 @@ class PostRuns:
                 ("db_connections_mean", probe.mean, "count", {}),
                 ("db_connections_open_peak", float(probe.open_peak), "count", {}),  # every app's pool
             ]
+        if probe is not None and probe.rss:
+            out.append(("db_rss_peak_bytes", float(probe.rss_peak), "bytes", {}))  # shared buffers once per process
+        if probe is not None and probe.pss is not None:
+            out.append(("db_pss_bytes", float(probe.pss), "bytes", {}))  # after the run; shared pages split
         usage = m.extra.get("db")
         if usage is None or not m.load.requests or m.load.duration <= 0:
             return out
@@ -242,15 +254,21 @@ class PostRuns:
         bound = is_db_bound(
             usage.cpu_seconds, m.server.cpu_seconds, m.load.duration, cores=cores, shared=self.db.shared
         )
-        return [
-            *out,
+        out += [
             ("db_cpu_s_per_request", usage.cpu_seconds / m.load.requests, "s", {}),
             ("db_cpu_share", usage.cpu_seconds / m.load.duration / cores, "ratio", {}),
-            ("db_rss_peak_bytes", float(usage.rss_peak), "bytes", {}),
             ("db_bound", 1.0 if bound else 0.0, "ratio", {}),
             # app + database per insert: what one acknowledged row cost the server side in all
             ("total_cpu_s_per_request", (usage.cpu_seconds + m.server.cpu_seconds) / m.load.requests, "s", {}),
         ]
+        both = usage.cpu_seconds + m.server.cpu_seconds
+        if inserts > 0 and both > 0:
+            out += [
+                ("app_cpu_s_per_insert", m.server.cpu_seconds / inserts, "s", {}),
+                ("db_cpu_s_per_insert", usage.cpu_seconds / inserts, "s", {}),
+                ("db_cpu_fraction_of_total", usage.cpu_seconds / both, "ratio", {}),
+            ]
+        return out
 
 
 def _merge(a: RowsCheck, b: RowsCheck) -> RowsCheck:
