@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -13,8 +14,20 @@ import pyarrow.parquet as pq
 import pytest
 
 import polyperf
+from polyperf.cli import main
+from polyperf.common.atomic import atomic_path, write_text_atomic
 from polyperf.record import COLUMNS, SCHEMA_VERSION, Row
-from polyperf.record.run_dir import RowWriter, finalize_run, load_run, new_run_dir, point_latest, resolve_run
+from polyperf.record.env import write_env
+from polyperf.record.run_dir import (
+    RowWriter,
+    UnreadableLines,
+    finalize_run,
+    load_run,
+    new_run_dir,
+    point_latest,
+    resolve_run,
+    unreadable_lines,
+)
 
 TESTDATA = Path(__file__).parent / "testdata" / "schema"
 
@@ -80,7 +93,58 @@ def test_a_cut_line_loses_only_itself(tmp_path):
     RowWriter(run_dir).write([Row("s", "c", "i", "v", "m", 1, "count")])
     with (run_dir / "results.jsonl").open("a") as fh:
         fh.write('{"run_id": "r2", "suite": "s", "va')  # a crash mid-write
-    assert len(load_run(run_dir)) == 1
+    with pytest.warns(UnreadableLines, match=r"1 unreadable line skipped \(line 2\)"):
+        assert len(load_run(run_dir)) == 1
+
+
+def _run_with_bad_lines(tmp_path: Path, bad: list[bytes]) -> Path:
+    """Six rows of one series, with `bad` lines after the third (the middle of the file)."""
+    run_dir = new_run_dir(tmp_path, "broken")
+    writer = RowWriter(run_dir)
+    rows = [Row("toy", "sort", "sorted", "", "seconds", 0.1 + i / 100, "s", i) for i in range(6)]
+    writer.write(rows[:3])
+    with (run_dir / "results.jsonl").open("ab") as fh:
+        fh.write(b"".join(line + b"\n" for line in bad))
+    writer.write(rows[3:])
+    return run_dir
+
+
+def test_unreadable_lines_in_the_middle_are_skipped_and_counted(tmp_path):
+    run_dir = _run_with_bad_lines(tmp_path, [b'{"run_id": "broken", "su', b"\xff\xfe not utf-8", b"[1, 2]"])
+    with pytest.warns(UnreadableLines, match=r"3 unreadable lines skipped \(line 4, 5, 6\)"):
+        table = load_run(run_dir)
+    assert len(table) == 6 and table.attrs["unreadable_lines"] == [4, 5, 6]
+    assert sorted(table["repeat"]) == list(range(6))
+    assert unreadable_lines(run_dir) == [4, 5, 6]
+
+
+def test_a_clean_run_warns_nothing(tmp_path):
+    run_dir = _run_with_bad_lines(tmp_path, [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_run(run_dir).attrs["unreadable_lines"] == []
+
+
+def test_report_says_how_many_lines_it_skipped(tmp_path, capsys):
+    run_dir = _run_with_bad_lines(tmp_path, [b"garbage"])
+    assert main(["report", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "1 unreadable line skipped" in out
+    flagged = (run_dir / "report.html").read_text().split('id="flagged"', 1)[1]
+    assert "1 unreadable line skipped" in flagged
+    assert "results.jsonl: 1 unreadable line skipped: line 4" in (run_dir / "logs" / "polyperf.log").read_text()
+    assert len(pd.read_csv(run_dir / "results.csv")) == 6
+
+
+def test_atomic_writes_leave_the_old_file_on_failure(tmp_path):
+    path = tmp_path / "env.json"
+    write_text_atomic(path, '{"a": 1}')
+    with pytest.raises(RuntimeError), atomic_path(path) as tmp:
+        tmp.write_text('{"a": ')
+        raise RuntimeError("killed mid-write")
+    assert path.read_text() == '{"a": 1}' and [p.name for p in tmp_path.iterdir()] == ["env.json"]
+    write_env(tmp_path, interrupted="SIGTERM")
+    assert json.loads(path.read_text()) == {"a": 1, "interrupted": "SIGTERM"}
 
 
 def test_latest_and_resolution(tmp_path):

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,14 @@ from polyperf.common import procs
 from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
 from polyperf.record.env import write_env
-from polyperf.record.run_dir import finalize_run, new_run_dir, point_latest
+from polyperf.record.run_dir import (
+    UnreadableLines,
+    finalize_run,
+    log_line,
+    new_run_dir,
+    point_latest,
+    unreadable_note,
+)
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
@@ -168,12 +176,19 @@ def run(
     progress = Progress(run_dir, profile)
     code, interrupted = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet, progress)
     if interrupted:
-        write_env(run_dir, interrupted=interrupted)
-    finalize_run(run_dir)
+        try:  # the rows and the report matter more than this mark
+            write_env(run_dir, interrupted=interrupted)
+        except Exception as exc:
+            log_line(run_dir, f"env.json: could not record the {interrupted} that stopped the run: {exc}")
+    table = finalize_run(run_dir)
+    if (skipped := table.attrs.get("unreadable_lines")) and not quiet:
+        print(f"polyperf: {unreadable_note(len(skipped))}", file=sys.stderr, flush=True)
     report_path = None
     # a SIGHUP means the terminal is gone: keep what was measured and leave the report to `polyperf report`
     if report and interrupted != "SIGHUP":
         from polyperf.report import write_report
 
-        report_path = write_report(run_dir)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnreadableLines)  # said above in one line
+            report_path = write_report(run_dir)
     return RunOutcome(run_dir, code, report_path, interrupted)

@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 from polyperf.common.profiles import PROFILES
@@ -50,12 +51,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from polyperf.record.run_dir import finalize_run, resolve_run
+    from polyperf.record.run_dir import UnreadableLines, finalize_run, resolve_run, unreadable_note
     from polyperf.report import write_report
 
     run_dir = resolve_run(args.run)
-    finalize_run(run_dir)  # a run cut short by a crash gets its parquet/CSV here
-    print(write_report(run_dir))
+    table = finalize_run(run_dir)  # a run cut short by a crash gets its parquet/CSV here
+    if skipped := table.attrs.get("unreadable_lines"):
+        print(f"polyperf: {unreadable_note(len(skipped))}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableLines)  # said above in one line
+        print(write_report(run_dir))
     return 0
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from polyperf.common.atomic import write_text_atomic
 from polyperf.common.paths import REPO_ROOT
 from polyperf.record.schema import SCHEMA_VERSION
 
@@ -107,11 +108,12 @@ def collect_env(**extra: Any) -> dict[str, Any]:
 
 
 def write_env(run_dir: Path, **extra: Any) -> dict[str, Any]:
-    """Writes (or extends) `env.json` in the run directory."""
+    """Writes (or extends) `env.json` in the run directory, replacing it whole (a signal mid-write leaves the
+    old file or the new one)."""
     path = Path(run_dir) / "env.json"
     env = json.loads(path.read_text()) if path.exists() else collect_env()
     env.update(extra)
-    path.write_text(json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
+    write_text_atomic(path, json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
     return env
 
 

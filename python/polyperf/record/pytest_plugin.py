@@ -7,11 +7,13 @@ Loaded by `suites/conftest.py`, so plain `pytest suites/...` and `polyperf run` 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import signal
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,12 @@ from typing import Any
 import pytest
 
 from polyperf.common.cpus import split_cpus
+from polyperf.common import steps
+from polyperf.common.atomic import write_text_atomic
 from polyperf.common.profiles import PROFILES, Profile, get_profile
 from polyperf.record.env import write_env
 from polyperf.record.recorder import Recorder
-from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
+from polyperf.record.run_dir import RowWriter, finalize_run, log_line, new_run_dir, point_latest
 from polyperf.record.schema import Row
 
 __all__ = ["LoadOptions", "describe_benchmark", "suite_of"]
@@ -107,6 +111,7 @@ _CONFIG: dict[str, pytest.Config] = {}  # hooks without a config argument find i
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.collectonly or hasattr(config, "workerinput"):
         return
+_WRITTEN = pytest.StashKey[set[int]]()  # pytest-benchmark results whose rows are already in the table
     given = config.getoption("--polyperf-run-dir")
     profile = get_profile(config.getoption("--polyperf-profile"))
     if given:
@@ -131,10 +136,20 @@ def _stop_on_signals(config: pytest.Config) -> None:
 
     def interrupt(signum: int, _frame: object) -> None:
         name = signal.Signals(signum).name
+    steps.set_sink(_live_line(config))
         if _SIGNAL not in config.stash:  # recorded at once: the teardown that follows may itself be cut short
             config.stash[_SIGNAL] = name
-            write_env(config.stash[_RUN_DIR], interrupted=name)
+            _mark_interrupted(config.stash[_RUN_DIR], name)
         raise KeyboardInterrupt
+
+def _mark_interrupted(run_dir: Path, name: str) -> None:
+    """`interrupted` in env.json; a failure goes to the run's log, never in the way of the orderly stop (the
+    runner SIGKILLs a pytest that has not stopped in time: no teardown then)."""
+    try:
+        write_env(run_dir, interrupted=name)
+    except Exception as exc:
+        log_line(run_dir, f"env.json: could not record the {name} that stopped the run: {exc}")
+
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupt)
@@ -151,10 +166,25 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
         return
     order = config.stash.get(_ORDER, [nodeid])
     index = order.index(nodeid) if nodeid in order else 0
+def _live_line(config: pytest.Config) -> Callable[[str], None]:
+    """Where long steps (builds, tool installs) announce themselves during a session: past pytest's capture, as
+    its live logging does, so the line shows while the step runs."""
+
+    def write(line: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            if reporter is None:
+                print(line, file=sys.stderr, flush=True)
+            else:
+                reporter.write_line(line)
+                reporter.flush()
+
+    return write
+
+
     state = {"nodeid": nodeid, "index": index, "total": len(order), "pending": order[index:]}
-    path = config.stash[_RUN_DIR] / "progress.json"
-    path.with_suffix(".tmp").write_text(json.dumps(state))
-    path.with_suffix(".tmp").replace(path)
+    write_text_atomic(config.stash[_RUN_DIR] / "progress.json", json.dumps(state))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -168,9 +198,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run_dir = session.config.stash.get(_RUN_DIR, None)
     if run_dir is not None and exitstatus != pytest.ExitCode.INTERRUPTED and _SIGNAL not in session.config.stash:
         # the next run's estimate of what remains (setup + call + teardown of each test)
-        (run_dir / "durations.json").write_text(json.dumps(session.config.stash.get(_DURATIONS, {}), indent=0))
+        write_text_atomic(run_dir / "durations.json", json.dumps(session.config.stash.get(_DURATIONS, {}), indent=0))
     if run_dir is not None and (exitstatus == pytest.ExitCode.INTERRUPTED or _SIGNAL in session.config.stash):
-        write_env(run_dir, interrupted=session.config.stash.get(_SIGNAL, "SIGINT"))
+        _mark_interrupted(run_dir, session.config.stash.get(_SIGNAL, "SIGINT"))
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -321,12 +351,28 @@ def benchmark_rows(bench: Any) -> list[Row]:
     return rows
 
 
-def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict) -> None:
-    writer = config.stash.get(_WRITER, None)
-    if writer is None:
+def _write_benchmark(config: pytest.Config, bench: Any) -> None:
+    """Appends the rows of one pytest-benchmark result, once."""
+    writer, written = config.stash.get(_WRITER, None), config.stash.setdefault(_WRITTEN, set())
+    if writer is None or bench is None or id(bench) in written:
         return
-    for bench in benchmarks:
-        writer.write(benchmark_rows(bench))
+    written.add(id(bench))  # results live until the session ends (pytest-benchmark keeps them): ids stay unique
+    writer.write(benchmark_rows(bench))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A benchmark's rounds go into the table as soon as its test has run, so a killed run keeps them."""
+    try:
+        return (yield)
+    finally:
+        fixture = (getattr(item, "funcargs", None) or {}).get("benchmark")
+        _write_benchmark(item.config, getattr(fixture, "stats", None))
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict) -> None:
+    for bench in benchmarks:  # any result not yet written after its test (none, normally)
+        _write_benchmark(config, bench)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -337,3 +383,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if config.stash[_OWNS_RUN]:
         point_latest(run_dir)
         print(f"\npolyperf: results in {run_dir} (render with `polyperf report {run_dir}`)")
+    steps.set_sink(None)

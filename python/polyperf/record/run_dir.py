@@ -11,7 +11,8 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,22 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from polyperf.common.atomic import atomic_path
 from polyperf.record.schema import SCHEMA_VERSION, Row, as_frame, params_key, upgrade
 
 __all__ = [
     "RowWriter",
+    "UnreadableLines",
     "finalize_run",
     "load_env",
     "load_run",
+    "log_line",
     "new_run_dir",
     "point_latest",
     "resolve_run",
+    "unreadable_lines",
+    "unreadable_note",
+    "unreadable_text",
 ]
 
 JSONL = "results.jsonl"
@@ -37,6 +44,7 @@ PARQUET = "results.parquet"
 CSV = "results.csv"
 ENV = "env.json"
 LATEST = "latest"
+LOG = "logs/polyperf.log"  # the harness's own messages about the run (unreadable lines, failed env.json updates)
 
 
 def new_run_id() -> str:
@@ -91,15 +99,58 @@ class RowWriter:
         }
 
 
-def _jsonl_records(path: Path) -> list[dict[str, Any]]:
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a line cut short by a crash: keep every complete row
-    return records
+def _jsonl_read(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """(records, 1-based numbers of the lines that are not a JSON object). A line cut short by a crash, or
+    garbled in the middle of the file, loses only itself, and is counted."""
+    records: list[dict[str, Any]] = []
+    unreadable: list[int] = []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            unreadable.append(number)
+    return records, unreadable
+
+
+def unreadable_text(count: int) -> str:
+    """`1 unreadable line skipped`, `3 unreadable lines skipped`."""
+    return f"{count} unreadable line{'' if count == 1 else 's'} skipped"
+
+
+def unreadable_note(count: int) -> str:
+    """What the CLI and the report say about skipped lines; their numbers are in the run's log."""
+    return f"{JSONL}: {unreadable_text(count)} (line numbers in {LOG})"
+
+
+def _lines_text(numbers: Sequence[int], shown: int = 20) -> str:
+    more = f" and {len(numbers) - shown} more" if len(numbers) > shown else ""
+    return ", ".join(map(str, numbers[:shown])) + more
+
+
+def unreadable_lines(path: str | os.PathLike[str]) -> list[int]:
+    """Line numbers of the run's `results.jsonl` that hold no readable row (none when there is no JSONL)."""
+    jsonl = resolve_run(path) / JSONL
+    return _jsonl_read(jsonl)[1] if jsonl.exists() else []
+
+
+def log_line(run_dir: Path, text: str) -> None:
+    """Appends `text` to the run's own log (`logs/polyperf.log`) unless it is already there; never raises, as it
+    also reports failures on the way out of a run."""
+    path = Path(run_dir) / LOG
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            return
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    except OSError:
+        pass
 
 
 def _parquet_records(path: Path) -> list[dict[str, Any]]:
@@ -118,11 +169,19 @@ def _params_as_map(frame: pd.DataFrame) -> pa.Table:
 
 
 def finalize_run(run_dir: Path) -> pd.DataFrame:
-    """Writes `results.parquet` and `results.csv` from the JSONL rows; returns the table."""
+    """Writes `results.parquet` and `results.csv` from the JSONL rows (each replaced whole); returns the table.
+    Unreadable JSONL lines go to the run's log with their numbers."""
     run_dir = Path(run_dir)
-    frame = load_run(run_dir)
-    pq.write_table(_params_as_map(frame), run_dir / PARQUET)
-    frame.assign(params=frame["params"].map(params_key)).to_csv(run_dir / CSV, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableLines)  # said once, by whoever loads the run
+        frame = load_run(run_dir)
+    bad = frame.attrs.get("unreadable_lines") or []
+    if bad:
+        log_line(run_dir, f"{JSONL}: {unreadable_text(len(bad))}: line {_lines_text(bad, shown=len(bad))}")
+    with atomic_path(run_dir / PARQUET) as tmp:
+        pq.write_table(_params_as_map(frame), tmp)
+    with atomic_path(run_dir / CSV) as tmp:
+        frame.assign(params=frame["params"].map(params_key)).to_csv(tmp, index=False)
     return frame
 
 
@@ -138,14 +197,29 @@ def resolve_run(path: str | os.PathLike[str]) -> Path:
     return path.resolve()
 
 
+class UnreadableLines(UserWarning):
+    """Some lines of a run's `results.jsonl` held no readable row and were skipped."""
+
+
 def load_run(path: str | os.PathLike[str] = "reports/latest") -> pd.DataFrame:
-    """The run's tidy table (schema v2, whatever version wrote it); `params` is a dict per row."""
+    """The run's tidy table (schema v2, whatever version wrote it); `params` is a dict per row. Unreadable JSONL
+    lines are skipped with a warning that counts them; their numbers are in `table.attrs["unreadable_lines"]`."""
     run_dir = resolve_run(path)
     # The JSONL is the source of truth (rows appended after the last finalize included); the
     # parquet alone is enough when a run directory was shared without it.
     jsonl = run_dir / JSONL
-    records = _jsonl_records(jsonl) if jsonl.exists() else _parquet_records(run_dir / PARQUET)
-    return as_frame(upgrade(records))
+    bad: list[int] = []
+    if jsonl.exists():
+        records, bad = _jsonl_read(jsonl)
+    else:
+        records = _parquet_records(run_dir / PARQUET)
+    frame = as_frame(upgrade(records))
+    frame.attrs["unreadable_lines"] = bad
+    if bad:
+        warnings.warn(
+            f"{jsonl}: {unreadable_text(len(bad))} (line {_lines_text(bad, shown=5)})", UnreadableLines, stacklevel=2
+        )
+    return frame
 
 
 def load_env(path: str | os.PathLike[str] = "reports/latest") -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Results a reader must not take at face value, found in a run: failed tests (failed verification, dead
-servers), notes and interruptions from env.json, rows-check mismatches, client-bound and noisy series."""
+servers), notes and interruptions from env.json, unreadable lines of results.jsonl, rows-check mismatches,
+client-bound and noisy series."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 
 from polyperf.analyse.stats import summarize
 from polyperf.common.units import format_value
+from polyperf.record.run_dir import JSONL, unreadable_lines, unreadable_note
 from polyperf.record.schema import params_key
 
 __all__ = ["FLAGGERS", "NOISE_SHARE", "Flag", "find_flags", "series_name"]
@@ -26,7 +28,7 @@ _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str  # "failed", "interrupted", "note", "rows mismatch", "client-bound", "noisy"
+    kind: str  # "failed", "interrupted", "unreadable", "note", "rows mismatch", "client-bound", "noisy"
     subject: str  # what is flagged (a test, a series, the run)
     detail: str  # why, in words and human units
     suite: str = ""
@@ -64,6 +66,12 @@ def env_flags(env: Mapping[str, Any]) -> list[Flag]:
         flags.append(Flag("interrupted", "run", f"stopped by {env['interrupted']}: only the rows measured until then"))
     flags += [Flag("note", "not measured", str(note)) for note in env.get("notes") or []]
     return flags
+
+
+def unreadable(table: pd.DataFrame, run_dir: Path) -> list[Flag]:
+    """Lines of results.jsonl that held no readable row (a write cut short, a garbled line): rows lost, counted."""
+    lines = table.attrs["unreadable_lines"] if "unreadable_lines" in table.attrs else unreadable_lines(run_dir)
+    return [Flag("unreadable", JSONL, unreadable_note(len(lines)))] if lines else []
 
 
 def rows_mismatches(table: pd.DataFrame) -> list[Flag]:
@@ -145,6 +153,7 @@ def noisy(table: pd.DataFrame, share: float = NOISE_SHARE) -> list[Flag]:
 FLAGGERS: list[Callable[[pd.DataFrame, Mapping[str, Any], Path], list[Flag]]] = [
     lambda _t, _e, run_dir: failed_tests(run_dir),
     lambda _t, env, _r: env_flags(env),
+    lambda table, _e, run_dir: unreadable(table, run_dir),
     lambda table, _e, _r: rows_mismatches(table),
     lambda table, _e, _r: client_bound(table),
     lambda table, _e, _r: noisy(table),
