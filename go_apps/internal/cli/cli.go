@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"polyperf/go_apps/internal/alloccount"
 	"polyperf/go_apps/internal/api"
 	"polyperf/go_apps/internal/config"
 )
@@ -51,11 +52,21 @@ func Run(ctx context.Context, appName, defaultTable string, args []string, geten
 		fmt.Fprintf(stderr, "%s: %s\n", appName, oneLine(err))
 		return 1
 	}
+	extra, err := alloccount.Extra(getenv)
+	if err != nil {
+		return fail(err)
+	}
+	stopCounter, err := alloccount.Serve(ctx, getenv) // off unless the harness asks for allocation counts
+	if err != nil {
+		return fail(err)
+	}
+	defer stopCounter()
 	app, closeApp, err := api.Open(ctx, cfg, logger)
 	if err != nil {
 		return fail(err)
 	}
 	defer closeApp()
+	app.SetExtraAllocs(extra)
 	ready := func(addr string) { fmt.Fprintf(stderr, "listening on http://%s\n", addr) }
 	if err := newServer(cfg, app, logger).Run(ctx, ready); err != nil {
 		return fail(err)

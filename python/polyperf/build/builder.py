@@ -127,7 +127,8 @@ def _command(app: App, variant: str) -> tuple[list[str], Path, dict[str, str]]:
     spec = app.variants[variant]
     env = dict(os.environ)
     if app.language == "rust":
-        cmd = ["cargo", "build", "--locked", "--profile", str(spec.cargo_profile), "-p", app.name, "--bin", app.name]
+        binary = spec.binary_name or app.name
+        cmd = ["cargo", "build", "--locked", "--profile", str(spec.cargo_profile), "-p", app.name, "--bin", binary]
         if spec.features:
             cmd += ["--features", ",".join(spec.features)]
         if spec.rustflags:  # added to the user's own flags (a linker choice, say), which stay in the fingerprint

@@ -25,6 +25,8 @@ class BuildSpec:
     # A target directory of its own, emptied before every real build, so the recorded build time is that of
     # a clean build with these settings (the cost the build-settings experiment reports).
     own_target_dir: bool = False
+    # The cargo binary to build when not the app's own (a `counting` variant's `<app>_counting`).
+    binary_name: str | None = None
 
     @property
     def profile_dir(self) -> str:
@@ -56,11 +58,28 @@ class App:
     def binary(self, variant: str) -> Path:
         spec = self.variants[variant]
         if self.language == "rust":
-            return self.target_dir(variant) / spec.profile_dir / self.name
+            return self.target_dir(variant) / spec.profile_dir / (spec.binary_name or self.name)
         return GO_APPS / "bin" / self.name
 
 
 _RUST_RELEASE = {"release": BuildSpec("release", description="cargo --release (the default profile)")}
+
+
+def _counting(app: str, *features: str, description: str = "") -> BuildSpec:
+    """Release with a counting global allocator (`count-allocs`), a binary of its own: allocations per
+    request are read from it, never times (the timed binary does not contain the counter)."""
+    return BuildSpec(
+        "release",
+        features=("count-allocs", *features),
+        description=description or "release + counting global allocator (allocations per request only)",
+        binary_name=f"{app}_counting",
+    )
+
+
+def _rust_release(app: str) -> dict[str, BuildSpec]:
+    return {**_RUST_RELEASE, "counting": _counting(app)}
+
+
 _GO = {"release": BuildSpec(description="go build (Go has no separate release mode)")}
 _DEVICES_ENDPOINTS = ("GET /healthz", "GET /api/devices", "POST /api/devices")
 
@@ -95,7 +114,7 @@ APPS: dict[str, App] = {
             "rust",
             "axum on tokio; devices API with a deadpool-postgres pool",
             "devices",
-            _RUST_RELEASE,
+            _rust_release("axum_devices"),
             uses_database=True,
             endpoints=_DEVICES_ENDPOINTS,
         ),
@@ -122,7 +141,7 @@ APPS: dict[str, App] = {
             "rust",
             "hyper 1.x hello world; tokio multi-thread or current-thread runtime",
             "hello",
-            _RUST_RELEASE,
+            _rust_release("hyper_hello"),
             endpoints=("GET /healthz", "GET /"),
         ),
         App(
@@ -138,7 +157,7 @@ APPS: dict[str, App] = {
             "rust",
             "deserializes a pre-encoded find reply per request by the chosen path",
             "bson",
-            _RUST_RELEASE,
+            _rust_release("bson_server"),
             endpoints=("GET /healthz", "GET /find?path=clone|document|raw"),
         ),
     ]

@@ -2,6 +2,8 @@
 //! the runtime, the single `listening on` line, SIGTERM/SIGINT handling, the exit code, and (in
 //! `error`) the request errors with their JSON body. `axum` (feature `axum`) adds the axum glue.
 
+#[cfg(feature = "count-allocs")]
+pub mod alloc_count;
 #[cfg(feature = "axum")]
 pub mod axum;
 mod error;
