@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -75,6 +76,9 @@ class BuildResult:
     seconds: float
     binary_bytes: int
     cached: bool
+    # CPU time of the build (user + system, every compiler process): on a busy machine the wall time grows with
+    # the contention, this much less; None for a cached build made before it was recorded
+    cpu_seconds: float | None = None
 
 
 def _toolchain_version(tool: str, env: Mapping[str, str]) -> str:
@@ -146,8 +150,13 @@ def _binary_id(binary: Path) -> list[int]:
     return [stat.st_size, stat.st_mtime_ns]
 
 
-def _cached_seconds(binary: Path, stamp: Path, fingerprint: str) -> float | None:
-    """The recorded build time if `binary` is the very file a build with this fingerprint wrote (a binary
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cached(binary: Path, stamp: Path, fingerprint: str) -> dict | None:
+    """The stamp of the build if `binary` is the very file a build with this fingerprint wrote (a binary
     rebuilt by hand with other flags since then has another size or mtime), else None."""
     if not binary.exists() or not stamp.exists():
         return None
@@ -157,7 +166,7 @@ def _cached_seconds(binary: Path, stamp: Path, fingerprint: str) -> float | None
         return None
     if saved.get("fingerprint") != fingerprint or saved.get("binary") != _binary_id(binary):
         return None
-    return float(saved["seconds"])
+    return saved
 
 
 def build(spec: str, *, force: bool = False, log_dir: Path | None = None) -> BuildResult:
@@ -173,20 +182,22 @@ def build_app(app: App, variant: str, *, force: bool = False, log_dir: Path | No
     stamp = binary.with_name(f".{binary.name}.{variant}.polyperf-build.json")
     cmd, cwd, env = _command(app, variant)
     fingerprint = _fingerprint(app, variant, cmd, cwd, env)
-    cached = None if force else _cached_seconds(binary, stamp, fingerprint)
-    if cached is not None:
-        return BuildResult(app.name, variant, binary, cached, binary.stat().st_size, cached=True)
+    saved = None if force else _cached(binary, stamp, fingerprint)
+    if saved is not None:
+        size = binary.stat().st_size
+        return BuildResult(app.name, variant, binary, saved["seconds"], size, True, saved.get("cpu_seconds"))
     if app.variants[variant].own_target_dir:  # a clean build: its time is what these settings cost
         shutil.rmtree(app.target_dir(variant), ignore_errors=True)
     log = Path(log_dir or tempfile.mkdtemp(prefix="polyperf-build-")) / f"build-{app.name}-{variant}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"$ {' '.join(cmd)}\n")
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _children_cpu_s()
     code = procs.run(cmd, log_path=log, cwd=cwd, env=env)  # a build never outlives the harness either
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, _children_cpu_s() - cpu_before
     if code != 0 or not binary.exists():
         raise BuildFailed(
             f"building {app.name}:{variant} failed ({' '.join(cmd)} in {cwd}; log {log}): {log_tail(log, 6)}"
         )
-    stamp.write_text(json.dumps({"fingerprint": fingerprint, "seconds": seconds, "binary": _binary_id(binary)}))
-    return BuildResult(app.name, variant, binary, seconds, binary.stat().st_size, cached=False)
+    saved = {"fingerprint": fingerprint, "seconds": seconds, "cpu_seconds": cpu_seconds, "binary": _binary_id(binary)}
+    stamp.write_text(json.dumps(saved))
+    return BuildResult(app.name, variant, binary, seconds, binary.stat().st_size, False, cpu_seconds)
