@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from polyperf.analyse.claims import VERDICTS, Verdict
+from polyperf.analyse.claims import EXACT, VERDICTS, Verdict
 from polyperf.common.units import format_value
 from polyperf.record.schema import BASE_UNITS
 
@@ -48,6 +48,9 @@ class VerdictRow:
     rule: str
     source: str
     note: str
+    kind: str = "claim"  # "claim" (an article said it) or "check" (polyperf's own expectation)
+    reason: str = ""  # why this verdict: the interval and method, too few samples, within the noise, not measured
+    noise: str = ""  # the smallest difference this run could resolve, "±4.2%"; "exact" for counts
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def claim_value(value: float | None, unit: str, digits: int = 3) -> str:
 
 def claim_interval(low: float, high: float, n: int, unit: str) -> str:
     """`10.9 – 11.3×`; `all 5 equal` when the values did not vary; empty for a single value."""
-    if n <= 1:
+    if n <= 1 or not (math.isfinite(low) and math.isfinite(high)):
         return ""
     if low == high:
         return f"all {n} equal"
@@ -115,18 +118,34 @@ def _plain_numbers(text: str) -> str:
     return _EXPONENT.sub(plain, text)
 
 
+def _published(v: Verdict) -> str:
+    c = v.claim
+    if c.published is not None:
+        return claim_value(c.published, c.unit, digits=6)
+    if c.kind == "check" and c.center is not None:
+        return f"expected {claim_value(c.center, c.unit, digits=6)}"
+    return "direction only" if c.direction_only else "–"
+
+
+def _noise(v: Verdict) -> str:
+    if v.measured is not None and v.measured.method == EXACT:
+        return "exact"
+    return "" if v.noise_floor is None else f"±{v.noise_floor:.1%}"
+
+
 def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
+    """Claims first, then checks, each in registry order."""
     rows = []
-    for v in verdicts:
+    for v in sorted(verdicts, key=lambda v: v.claim.kind != "claim"):
         c, m = v.claim, v.measured
-        interval = claim_interval(m.low, m.high, m.n, c.unit) if m else ""
+        interval = claim_interval(m.low, m.high, m.n, c.unit) if m is not None and m.has_interval else ""
         rows.append(
             VerdictRow(
                 id=c.id,
                 suite=c.suite,
                 statement=c.statement,
                 headline=_headline(c.statement),
-                published=claim_value(c.published, c.unit, digits=6),
+                published=_published(v),
                 measured=claim_value(m.median, c.unit) if m else "–",
                 interval=interval,
                 n=m.n if m else 0,
@@ -135,6 +154,9 @@ def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
                 rule=_plain_numbers(v.rule_text),
                 source=c.source,
                 note=c.note,
+                kind=c.kind,
+                reason=_plain_numbers(v.reason),
+                noise=_noise(v),
             )
         )
     return rows
