@@ -18,7 +18,7 @@ import pytest
 from process_checks import gone
 
 from polyperf.build import build
-from polyperf.common.cpus import split_cpus
+from polyperf.common.cpus import cpu_label, split_cpus
 from polyperf.errors import ServerFailed, ToolchainMissing
 from polyperf.load import (
     Bounds,
@@ -38,6 +38,7 @@ from polyperf.record import Recorder
 from polyperf.record.load_suite import LoadEnv
 from polyperf.record.rows import measurement_rows
 from polyperf.record.run_dir import RowWriter, load_run
+from polyperf.serve.cpu_account import account_support
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.server import Server
 
@@ -101,13 +102,21 @@ def test_native_driver_closed_model(hello, tmp_path, driver):
     assert len(pids) == 1 and gone(pids)
 
 
-@pytest.mark.parametrize("driver", ["oha", "wrk"])
-def test_native_driver_stops_at_request_bound(hello, tmp_path, driver):
-    run = _driver(driver)
-    result = run(hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path, connections=8)
-    assert 0 < result.requests <= 3000
-    if driver == "oha":  # oha stops itself; wrk's threads stop sending but wrk still sleeps out -d
-        assert result.requests == 3000 and result.duration < 2.0
+def test_oha_stops_at_request_bound(hello, tmp_path):
+    result = run_oha(
+        hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path, connections=8
+    )
+    assert result.requests == 3000 and result.duration < 2.0
+    assert result.rps == pytest.approx(3000 / result.duration)
+
+
+def test_wrk_refuses_a_request_bound_it_cannot_keep(hello, tmp_path):
+    """wrk in fixed-request mode stops on time only: with a request bound it would sleep out -d and report a
+    rate over the wrong duration, so it refuses before starting (oha and bombardier keep such bounds)."""
+    _driver("wrk")
+    with pytest.raises(LoadFailed, match="cannot stop at 3000 requests"):
+        run_wrk(hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path, connections=8)
+    assert not list(tmp_path.iterdir()), "nothing was started"
 
 
 def test_oha_fixed_rate_reports_offered_and_achieved(hello, tmp_path):
@@ -224,6 +233,33 @@ def test_client_bound_when_the_client_is_starved(hello, tmp_path):
         client_cpus=CLIENT_CPUS,
     )
     assert impossible.load.achieved_rate_ratio < 0.95 and impossible.client_bound
+
+
+def test_load_env_counts_server_cpu_in_its_cgroup_and_records_the_split(tools, tmp_path):
+    run_dir = tmp_path / "run"
+    (run_dir / "logs").mkdir(parents=True)
+    targets = [Target("hyper_hello", "/", "multi", ("--runtime", "multi")), Target("hyper_hello", "/", "current")]
+    with Fleet(targets, log_dir=run_dir / "logs", server_cpus=SERVER_CPUS) as fleet:
+        env = LoadEnv(fleet, Recorder(RowWriter(run_dir), "load_test"), client_cpus=CLIENT_CPUS, log_dir=tmp_path)
+        for repeat, target in env.interleave(2):
+            assert env.oha(target, case="ceiling", repeat=repeat, duration=0.5) is not None
+        source = fleet.cpu_source
+    rows = load_run(run_dir)
+    params = list(rows["params"])
+    assert {p["cpu_source"] for p in params} == {source}
+    if account_support() is None:
+        assert source == "cgroup"
+    assert {p["server_affinity"] for p in params} == {cpu_label(SERVER_CPUS)}
+    assert {p["client_affinity"] for p in params} == {cpu_label(CLIENT_CPUS)}
+    assert sorted({(r, p["slot"]) for r, p in zip(rows["repeat"], params, strict=True)}) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
+    per_request = rows[rows["metric"] == "cpu_s_per_request"]["value"]
+    assert len(per_request) == 4 and (per_request > 0).all()
+    assert (rows["metric"] == "client_cpu_s_per_request").sum() == 4
 
 
 def test_dead_server_is_reported_and_rows_are_kept(tools, tmp_path):

@@ -12,17 +12,25 @@ from pathlib import Path
 from polyperf.common.profiles import PROFILES
 
 # `polyperf run` options that the load suites read through the pytest plugin (pytest option = CLI option)
-_LOAD_OPTIONS = ("server_cpus", "client_cpus", "server_cpu_quota", "cpu_quota_period_ms")
+_LOAD_OPTIONS = ("server_cpus", "client_cpus", "server_cpu_quota", "cpu_quota_period_ms", "seed")
 
 
 def _load_options(args: argparse.Namespace) -> list[str]:
-    given = [f"--{name.replace('_', '-')}={getattr(args, name)}" for name in _LOAD_OPTIONS if getattr(args, name)]
+    given = [
+        f"--{name.replace('_', '-')}={getattr(args, name)}" for name in _LOAD_OPTIONS if getattr(args, name) is not None
+    ]
     return [*given, *(["--flamegraph"] if args.flamegraph else [])]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from polyperf.common.cpus import CpuSplitError, split_cpus
     from polyperf.runner import run
 
+    try:  # refused in one line before anything starts
+        split_cpus(args.server_cpus, args.client_cpus)
+    except (CpuSplitError, ValueError) as exc:
+        print(f"polyperf run: {exc}", file=sys.stderr)
+        return 2
     if args.database_url:  # through the environment, not pytest's argv: a URL may hold a password
         os.environ["POLYPERF_DATABASE_URL"] = args.database_url
     outcome = run(
@@ -126,6 +134,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "http_frameworks uses auto by itself where the client has no more CPUs than the server",
     )
     load.add_argument("--cpu-quota-period-ms", type=float, default=None, help="the budget's CFS period (default 10)")
+    load.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the random order of the servers (and generators) in each repeat; default: drawn, and "
+        "recorded in env.json either way",
+    )
     load.add_argument("--flamegraph", action="store_true", help="add a perf flamegraph of each server (needs perf)")
     load.add_argument(
         "--database-url",

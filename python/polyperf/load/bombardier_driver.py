@@ -25,7 +25,7 @@ from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import require_tool
 from polyperf.errors import ToolchainMissing
 from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
-from polyperf.load.native_driver import run_child
+from polyperf.load.native_driver import driver_window, run_child
 
 __all__ = [
     "BOMBARDIER_VERSION",
@@ -194,19 +194,18 @@ def to_load_result(
     client_cpus: Sequence[int],
     extra: Mapping | None = None,
 ) -> LoadResult:
-    """The `LoadResult` of one report (pure). As for oha, the window is bombardier's own run time, placed
-    to end at `ended` (the SIGINT, or the exit once the request bound ended the run) unless that would
-    start it before the spawn; then it starts at the spawn (requests in flight at the SIGINT finished)."""
+    """The `LoadResult` of one report (pure). As for oha and wrk (`driver_window`), the window is bombardier's
+    own run time, placed to end at `ended` (the SIGINT, or the exit once the request bound ended the run),
+    clamped to start no earlier than the spawn."""
     requests, successes, status, errors = bombardier_counts(data)
-    total = float(data["timeTakenSeconds"])
-    started = max(spawned, ended - total)
+    started, seconds = driver_window(spawned, ended, float(data["timeTakenSeconds"]))
     latency_us = data.get("latencyUs", {})
     latency = {p: latency_us[key] / 1e6 for p, key in _PERCENTILES.items() if key in latency_us}
     return LoadResult.native(
         "bombardier",
         url,
         started_at=started,
-        seconds=total,
+        seconds=seconds,
         requests=requests,
         successes=successes,
         client_cpus=client_cpus,

@@ -4,14 +4,18 @@ CPU (→ `client_bound`: a result limited by the client, never to be read as the
 `extra={"db": pid}` samples more process trees over the same window (e.g. PostgreSQL's postmaster and
 every backend it forks), reported in `Measurement.extra`.
 
-A background thread samples both process trees from /proc (psutil) every `interval` seconds; the
-window's CPU is interpolated at the driver's own start and end timestamps. The pure part
-(`window_usage`, `is_client_bound`) does no I/O and is unit-tested; `measure` ties a driver to it.
+The server's CPU is exact where its cgroup counts it (`server_cpu`, a counter read right before the driver
+starts and right after it exits: `cpu_source = "cgroup"`). Elsewhere, and for the client and `extra` trees,
+a background thread samples the process trees from /proc (psutil) every `interval` seconds and the
+window's CPU is interpolated at the driver's own start and end timestamps (`cpu_source = "proc"`). The pure
+part (`window_usage`, `is_client_bound`) does no I/O and is unit-tested; `measure` ties a driver to it.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -194,6 +198,7 @@ class Sampler:
         self.extra_every = extra_every
         self.extra_samples: dict[str, list[Sample]] = {name: [] for name in self.extra}
         self.cpus = list(cpus)
+        self.client_affinity: list[int] = []
         self.interval = interval
         self.rescan_every = rescan_every
         self._lock = threading.Lock()
@@ -203,6 +208,9 @@ class Sampler:
     def add_client(self, pid: int) -> None:
         with self._lock:
             self.client.add_root(pid)
+            if not self.client_affinity:  # as it was right after start (the first process of the client)
+                with contextlib.suppress(OSError):
+                    self.client_affinity = sorted(os.sched_getaffinity(pid))
 
     def sample(self, *, extra: bool = True) -> None:
         """Takes one sample of the trees now (also called at the window's edges); `extra`: the extra ones too."""
@@ -252,6 +260,8 @@ class Measurement:
     client: Usage
     client_cores: int
     extra: Mapping[str, Usage] = field(default_factory=dict)  # the `extra` trees of `measure`, by name
+    cpu_source: str = "proc"  # where `server.cpu_seconds` came from: "cgroup" (exact counter) or "proc" (sampled)
+    client_affinity: Sequence[int] = ()  # the load generator's CPUs as they were right after it started
 
     @property
     def cpu_s_per_request(self) -> float:
@@ -291,20 +301,35 @@ def measure(
     alive: Callable[[], None] | None = None,
     interval: float = 0.05,
     extra: Mapping[str, int] | None = None,
+    server_cpu: Callable[[], float] | None = None,
 ) -> Measurement:
     """Runs `run(on_spawn)` (a driver call) while sampling; the server must still be alive afterwards.
 
     `alive` (e.g. `Server.check_alive`) raises if the server died, with its exit code and log tail.
     `extra` = {name: pid}: more process trees measured over the same window (`Measurement.extra`).
+    `server_cpu`: the server's exact CPU-seconds counter (its cgroup's), read right before the driver starts
+    and right after it exits; the server was drained before, so the difference is this run's CPU.
     """
     with Sampler(server_pid, cpus=client_cpus, interval=interval, extra=extra) as sampler:
+        before = server_cpu() if server_cpu is not None else None
         result = run(sampler.add_client)
+        after = server_cpu() if server_cpu is not None else None
     if alive is not None:
         alive()
     server = window_usage(sampler.server_samples, result.started_at, result.ended_at)
+    if before is not None and after is not None:
+        server = dataclasses.replace(server, cpu_seconds=max(0.0, after - before))
     client = window_usage(sampler.client_samples, result.started_at, result.ended_at)
     others = {
         name: window_usage(samples, result.started_at, result.ended_at)
         for name, samples in sampler.extra_samples.items()
     }
-    return Measurement(result, server, client, len(client_cpus) or os.cpu_count() or 1, others)
+    return Measurement(
+        result,
+        server,
+        client,
+        len(client_cpus) or os.cpu_count() or 1,
+        others,
+        cpu_source="proc" if before is None else "cgroup",
+        client_affinity=sampler.client_affinity,
+    )

@@ -7,23 +7,44 @@ and log tail, a driver that fails is noted, and the other targets go on; `proble
 from __future__ import annotations
 
 import math
+import random
+import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import psutil
 
 from polyperf.common.cpus import cpu_label
 from polyperf.errors import PolyperfError, ServerFailed
 from polyperf.load import DRIVERS, Bounds, LoadFailed
 from polyperf.measure.sampler import Measurement, measure
+from polyperf.measure.count_parse import IoCounts
+from polyperf.record.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
 from polyperf.record.recorder import Recorder
 from polyperf.record.rows import measurement_rows
 from polyperf.serve.cpu_budget import ThrottleStats
+from polyperf.serve.drain import Quiet, wait_quiet
 from polyperf.serve.fleet import Fleet, Target
 
 __all__ = ["MAX_REQUESTS", "LoadEnv"]
 
 MAX_REQUESTS = 50_000_000  # the safety bound of every run; durations are what end them
 QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run to measure the server
+T = TypeVar("T")
+
+
+def _proc_cpu(pid: int) -> Callable[[], float]:
+    """A process's CPU seconds from /proc (10 ms ticks; 0 once it is gone), where no cgroup counts it."""
+
+    def read() -> float:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            return 0.0
+        return times.user + times.system
+
+    return read
 
 
 def _as_param(value: Any) -> Any:
@@ -42,6 +63,7 @@ class LoadEnv:
         log_dir: Path,
         params: Mapping[str, Any] | None = None,
         flamegraph_dir: Path | None = None,
+        seed: int | None = None,
     ) -> None:
         self.fleet = fleet
         self.record = record
@@ -55,17 +77,43 @@ class LoadEnv:
             "server_workers": fleet.workers,
             **(params or {}),
         }
+        # the seed of every random order this environment draws (env.json has it; `--seed` repeats it)
+        self.seed = secrets.randbelow(2**32) if seed is None else seed
+        self._rng = random.Random(f"{self.seed}:{getattr(record, 'suite', '')}")  # each suite its own sequence
+        self._slot: tuple[int, str, int] | None = None  # (repeat, target key, slot) of interleave's current item
         self.problems: list[str] = []
         # more process trees measured with every run, by name (e.g. {"db": PostgreSQL's postmaster pid})
         self.extra_pids: dict[str, int] = {}
 
     def interleave(self, repeats: int, targets: Sequence[Target] | None = None) -> Iterator[tuple[int, Target]]:
-        """(repeat, target) as A B C A B C …, so drift of a shared machine hits every target alike; a target
-        that died meanwhile is skipped."""
-        for repeat in range(repeats):
-            for target in targets or self.fleet.targets:
-                if target.key in self.fleet.servers:
-                    yield repeat, target
+        """(repeat, target), every target once per repeat in an order drawn anew each repeat from the seeded
+        generator (so neither drift of a shared machine nor a fixed neighbour favours one target); the slot
+        goes into the rows' params. A target that died meanwhile is skipped."""
+        try:
+            for repeat in range(repeats):
+                for slot, target in enumerate(self.order(list(targets or self.fleet.targets))):
+                    if target.key in self.fleet.servers:
+                        self._slot = (repeat, target.key, slot)
+                        yield repeat, target
+        finally:
+            self._slot = None
+
+    def order(self, items: Sequence[T]) -> list[T]:
+        """`items` in a random order drawn from this environment's seeded generator (e.g. drivers per repeat)."""
+        shuffled = list(items)
+        self._rng.shuffle(shuffled)
+        return shuffled
+
+    def _quiet(self, timeout: float = 3.0) -> Quiet:
+        """Waits until no server has an open connection or rising CPU (bounded): the run about to start is the
+        only work any server does."""
+        ports = [server.port for _target, server in self.fleet.running]
+        counters: dict[str, Callable[[], float]] = {}
+        for target, server in self.fleet.running:
+            counters[target.key] = self.fleet.server_cpu(target.key) or _proc_cpu(server.pid)
+        # /proc counts CPU in 10 ms ticks: one tick is not a busy server there
+        idle = 0.001 if self.fleet.cpu_source == "cgroup" else 0.011
+        return wait_quiet(ports, counters, timeout=timeout, idle=idle)
 
     def run(
         self,
@@ -81,7 +129,8 @@ class LoadEnv:
         **options: Any,
     ) -> Measurement | None:
         """One measured run of `driver` (a name in `polyperf.load.DRIVERS`) against `target`, recorded unless
-        `keep` is false (warm-ups, calibration); None if the server or the driver failed."""
+        `keep` is false (warm-ups, calibration); None if the server or the driver failed. Every server is
+        quiet first (see `_quiet`); the server's CPU is its cgroup's counter where the fleet has one."""
         server = self.fleet.servers.get(target.key)
         if server is None:
             return None
@@ -90,8 +139,11 @@ class LoadEnv:
         url = server.url + target.path
         where = f"{case} {target.key} ({driver}, repeat {repeat})"
 
+        io: list[IoCounts | None] = []  # the server's read/write-family syscalls at the driver's start and end
+
         def drive(on_spawn: Callable[[int], None]) -> Any:
-            return run_driver(
+            io.append(maybe_io_counts(server.pid))
+            result = run_driver(
                 url,
                 bounds=bounds,
                 client_cpus=self.client_cpus,
@@ -100,12 +152,20 @@ class LoadEnv:
                 alive=server.check_alive,
                 **options,
             )
+            io.append(maybe_io_counts(server.pid))
+            return result
 
         budget = self.fleet.budgets.get(target.key)
+        quiet = self._quiet()
         before = budget.stats() if budget is not None else None
         try:
             m = measure(
-                server.pid, drive, client_cpus=self.client_cpus, alive=server.check_alive, extra=self.extra_pids
+                server.pid,
+                drive,
+                client_cpus=self.client_cpus,
+                alive=server.check_alive,
+                extra=self.extra_pids,
+                server_cpu=self.fleet.server_cpu(target.key),
             )
         except ServerFailed as exc:
             self.fleet.drop(target.key, str(exc))
@@ -117,17 +177,15 @@ class LoadEnv:
         budget_rows, saturated = self._budget_rows(target, m, before)
         if keep:
             run_params = {
-                **self.params,
-                **target.params,
-                "path": target.path,
+                **self._run_params(target, m, quiet, repeat),
                 "duration_s": duration,
                 **{k: _as_param(v) for k, v in options.items()},
                 **(params or {}),
             }
-            if budget is not None:
-                run_params |= {"cpu_quota": budget.fraction, "cpu_quota_period_s": budget.period_s}
+            client_rows = [("client_cpu_s_per_request", m.client.cpu_seconds / m.load.requests, "s", {})]
+            client_rows += window_io_rows(io, m.load.requests)
             self.record.many(
-                [*measurement_rows(m), *budget_rows],
+                [*measurement_rows(m), *budget_rows, *(client_rows if m.load.requests else [])],
                 case=case,
                 implementation=target.name,
                 variant=target.variant,
@@ -137,6 +195,27 @@ class LoadEnv:
                 params=run_params,
             )
         return m
+
+    def _run_params(self, target: Target, m: Measurement, quiet: Quiet, repeat: int) -> dict[str, Any]:
+        """What a run's rows carry besides the driver's options: the CPU split as it really was, where the
+        server's CPU came from, the slot in this repeat's random order, and a drain that ran out of time."""
+        out = {
+            **self.params,
+            **target.params,
+            "path": target.path,
+            "cpu_source": m.cpu_source,
+            "server_affinity": cpu_label(self.fleet.affinity.get(target.key, [])),
+            "client_affinity": cpu_label(m.client_affinity),
+        }
+        if self._slot is not None and self._slot[:2] == (repeat, target.key):
+            out["slot"] = self._slot[2]
+        if quiet.timed_out:  # the run started anyway; say what was still busy
+            out |= {"drain_timed_out": True, "drain_open_connections": quiet.open_connections}
+            out |= {"drain_busy": ",".join(quiet.busy)} if quiet.busy else {}
+        budget = self.fleet.budgets.get(target.key)
+        if budget is not None:
+            out |= {"cpu_quota": budget.fraction, "cpu_quota_period_s": budget.period_s}
+        return out
 
     def _budget_rows(self, target: Target, m: Measurement, before: ThrottleStats | None) -> tuple[list, bool]:
         """Throttling over the run, and whether the budget bound (the server used >= 90% of its quota): a run
@@ -235,6 +314,11 @@ class LoadEnv:
             return None
         finally:
             data.unlink(missing_ok=True)
+
+    def count(self, target: Target, *, case: str = "counts", plan: CountPlan | None = None, **kwargs: Any) -> bool:
+        """Syscalls and allocations per request of `target` over a fixed number of requests after a warm-up
+        (`record.count_runs`): a second, untimed server of the target; False if it could not be counted."""
+        return count_target(self, target, plan or CountPlan(), case=case, **kwargs)
 
     def take_problems(self) -> list[str]:
         """The problems noted since the last call (the suite fails its test with them)."""

@@ -21,10 +21,13 @@ __all__ = [
     "Hierarchy",
     "MountEntry",
     "ThrottleStats",
+    "cgroup_name",
     "cpu_budget_support",
     "find_hierarchy",
+    "move_into",
     "parse_cpu_stat",
     "parse_mounts",
+    "remove_cgroup",
     "threads_for_budget",
 ]
 
@@ -187,6 +190,45 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def move_into(path: Path, pid: int, *, children: bool = True) -> None:
+    """Moves `pid` (all its threads: cgroup.procs moves a thread group) and, with `children`, its live
+    descendants into the cgroup at `path`."""
+    for member in [pid, *(_descendants(pid) if children else [])]:
+        try:
+            (path / "cgroup.procs").write_text(str(member))
+        except ProcessLookupError:
+            if member == pid:
+                raise CpuBudgetError(f"cannot move pid {pid} into {path}: no such process") from None
+        except OSError as exc:
+            raise CpuBudgetError(f"cannot move pid {member} into {path}: {exc.strerror}") from None
+
+
+def remove_cgroup(path: Path, parent: Path, timeout: float = 5.0) -> None:
+    """Moves any remaining processes back to `parent`, then removes the cgroup (retrying while exiting tasks
+    still hold it); a cgroup already gone is fine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError, ValueError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    (parent / "cgroup.procs").write_text(pid)
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise CpuBudgetError(f"cannot remove cgroup {path}: {exc.strerror}") from None
+            time.sleep(0.02)
+
+
+def cgroup_name(kind: str, name: str) -> str:
+    """`polyperf-<kind>-<name>-<pid>-<n>`: the pid lets a later run find what a killed one left behind."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or kind
+    return f"polyperf-{kind}-{safe}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
+
+
 class CpuBudget:
     """A cgroup limited to `fraction` CPUs (quota = fraction × period; > 1 spans CPUs), removed on exit.
 
@@ -205,8 +247,7 @@ class CpuBudget:
         self.fraction = fraction
         self.period_s = period_s
         self.weight = weight
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "budget"
-        self.name = f"polyperf-{safe}-{os.getpid()}-{time.monotonic_ns() % 1_000_000}"
+        self.name = cgroup_name("budget", name)
         self.hierarchy: Hierarchy | None = None
         self.path: Path | None = None
 
@@ -224,14 +265,16 @@ class CpuBudget:
             if "cpu" not in enabled:  # children only get cpu.max once the parent hands the controller down
                 _write(parent / "cgroup.subtree_control", "+cpu")
         path = parent / self.name
+        # known before it exists: an interrupt from here on leaves nothing that `remove()` does not clear
+        self.hierarchy, self.path = hierarchy, path
         try:
             path.mkdir()
         except OSError as exc:
+            self.path = None
             raise CpuBudgetError(f"cannot create cgroup {path}: {exc.strerror}") from None
-        self.hierarchy, self.path = hierarchy, path
         try:
             self._set_limit()
-        except CpuBudgetError:
+        except BaseException:
             self.remove()
             raise
         return self
@@ -269,17 +312,9 @@ class CpuBudget:
         return self.hierarchy, self.path
 
     def add(self, pid: int, *, children: bool = True) -> None:
-        """Moves `pid` (all its threads: cgroup.procs moves a thread group) and, with `children`, its live
-        descendants into the budget."""
+        """Moves `pid` (all its threads) and, with `children`, its live descendants into the budget."""
         _, path = self._require()
-        for member in [pid, *(_descendants(pid) if children else [])]:
-            try:
-                (path / "cgroup.procs").write_text(str(member))
-            except ProcessLookupError:
-                if member == pid:
-                    raise CpuBudgetError(f"cannot move pid {pid} into {path}: no such process") from None
-            except OSError as exc:
-                raise CpuBudgetError(f"cannot move pid {member} into {path}: {exc.strerror}") from None
+        move_into(path, pid, children=children)
 
     def pids(self) -> list[int]:
         _, path = self._require()
@@ -293,26 +328,10 @@ class CpuBudget:
             raise CpuBudgetError(f"cannot read {path / 'cpu.stat'}: {exc.strerror}") from None
 
     def remove(self, timeout: float = 5.0) -> None:
-        """Moves any remaining processes back to the parent, then removes the cgroup (retrying while exiting
-        tasks still hold it)."""
+        """Moves any remaining processes back to the parent, then removes the cgroup."""
         if self.path is None or self.hierarchy is None:
             return
-        path, parent = self.path, self.hierarchy.mountpoint
-        deadline = time.monotonic() + timeout
-        while True:
-            with contextlib.suppress(OSError):
-                for pid in self.pids():
-                    with contextlib.suppress(ProcessLookupError):
-                        (parent / "cgroup.procs").write_text(str(pid))
-            try:
-                path.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                    raise CpuBudgetError(f"cannot remove cgroup {path}: {exc.strerror}") from None
-                time.sleep(0.02)
+        remove_cgroup(self.path, self.hierarchy.mountpoint, timeout)
         self.path = None
 
     def __enter__(self) -> CpuBudget:

@@ -4,7 +4,9 @@ verified before any load; a target that fails a step is kept out with its reason
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -12,14 +14,19 @@ from typing import Any
 
 from polyperf.build import build, get_app
 from polyperf.errors import PolyperfError
+from polyperf.serve.cpu_account import CpuAccount, account_support, remove_stale
 from polyperf.serve.cpu_budget import CpuBudget, threads_for_budget
 from polyperf.serve.server import Server
 from polyperf.serve.verify import require_verified, verify
 
-__all__ = ["DEFAULT_QUOTA_PERIOD_S", "Fleet", "Target"]
+__all__ = ["DEFAULT_QUOTA_PERIOD_S", "Fleet", "FleetStopFailed", "Target"]
 
 # 10 ms: measured to keep the quota fully used and capacity proportional to it; 100 ms stalls pile up requests
 DEFAULT_QUOTA_PERIOD_S = 0.010
+
+
+class FleetStopFailed(PolyperfError):
+    """One or more servers or cgroups of a fleet could not be stopped or removed (each named); the others were."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +78,14 @@ class Fleet:
         self.env = {"GOMAXPROCS": str(self.workers), **(env or {})}
         self.servers: dict[str, Server] = {}
         self.budgets: dict[str, CpuBudget] = {}
+        self.accounts: dict[str, CpuAccount] = {}  # exact CPU per server (a cgroup of its own), where writable
+        self.cpu_source = "proc"  # "cgroup" once start() found cgroups writable
+        self.affinity: dict[str, list[int]] = {}  # each server's CPU affinity as it was after start
+        self.notes: list[str] = []
         self.failed: dict[str, str] = {}
 
     def start(self) -> Fleet:
+        self._prepare_cgroups()
         verified: set[str] = set()
         for target in self.targets:
             try:
@@ -87,10 +99,11 @@ class Fleet:
                     database_url=self.database_url,
                     args=target.args,
                     env=self.env,
-                ).start()
-                self.servers[target.key] = server
-                if self.cpu_quota:
-                    self._budget(target.key, server)
+                )
+                self.servers[target.key] = server  # known before it starts: stop() reaches it whatever happens
+                server.start()
+                self.affinity[target.key] = sorted(os.sched_getaffinity(server.pid))
+                self._cgroups(target.key, server)
                 if target.app not in verified:  # one app binary, verified once (checks take ~1.5 s)
                     require_verified(
                         f"{target.key} on {server.url}",
@@ -101,12 +114,43 @@ class Fleet:
                 self.drop(target.key, f"{type(exc).__name__}: {exc}")
         return self
 
-    def _budget(self, key: str, server: Server) -> None:
-        # one cgroup per server, so throttling is counted per server; a high weight lets it win its quota on a
-        # machine that runs other work too
-        budget = CpuBudget(self.cpu_quota or 1.0, self.quota_period_s, key, weight=10_000).create()
-        self.budgets[key] = budget
-        budget.add(server.pid)
+    def _prepare_cgroups(self) -> None:
+        """Clears what a killed earlier run left, and decides where server CPU comes from (said once)."""
+        stale = remove_stale()
+        if stale:
+            print(
+                f"polyperf: removed {len(stale)} cgroup(s) left by an earlier run that was killed: "
+                + ", ".join(map(str, stale)),
+                file=sys.stderr,
+            )
+        why = account_support()
+        self.cpu_source = "cgroup" if why is None else "proc"
+        if why is not None:
+            print(
+                f"polyperf: server CPU is sampled from /proc (10 ms ticks), not counted by a cgroup: {why}",
+                file=sys.stderr,
+            )
+            self.notes.append(f"server CPU from /proc samples: {why}")
+
+    def _cgroups(self, key: str, server: Server) -> None:
+        """The server's own cgroups: a budget (one per server, so throttling is counted per server; a high
+        weight lets it win its quota on a machine that runs other work too) and its CPU account. Each is
+        registered before it is made, so an interrupt in between leaks nothing."""
+        budget = None
+        if self.cpu_quota:
+            budget = self.budgets[key] = CpuBudget(self.cpu_quota, self.quota_period_s, key, weight=10_000)
+            budget.create()
+            budget.add(server.pid)
+        if self.cpu_source == "cgroup":
+            account = self.accounts[key] = CpuAccount(key)
+            account.create(budget)
+            if account.owned:
+                account.add(server.pid)
+
+    def server_cpu(self, key: str) -> Callable[[], float] | None:
+        """The exact CPU-seconds counter of a server's cgroup, or None where CPU is sampled from /proc."""
+        account = self.accounts.get(key)
+        return account.usage_s if account is not None else None
 
     def set_cpu_quota(self, fraction: float) -> None:
         """Changes every server's CPU budget in place (calibration)."""
@@ -120,27 +164,49 @@ class Fleet:
 
     def drop(self, key: str, reason: str) -> None:
         self.failed[key] = reason
-        server = self.servers.pop(key, None)
-        if server is not None:
-            with contextlib.suppress(PolyperfError):
-                server.stop()
-        budget = self.budgets.pop(key, None)
-        if budget is not None:
-            with contextlib.suppress(PolyperfError):
-                budget.remove()
+        with contextlib.suppress(PolyperfError):
+            self._stop_one(key)
+
+    def _stop_one(self, key: str) -> None:
+        """Stops one server and removes its cgroups, all of it even if a step fails; raises the first error."""
+        server, account, budget = self.servers.pop(key, None), self.accounts.pop(key, None), self.budgets.pop(key, None)
+        steps = [
+            server.stop if server else None,
+            account.remove if account else None,
+            budget.remove if budget else None,
+        ]
+        errors: list[BaseException] = []
+        for step in steps:
+            try:
+                if step is not None:
+                    step()
+            except BaseException as exc:  # the other steps run first; raised below
+                errors.append(exc)
+        if errors:  # an interrupt outranks an error
+            raise next((e for e in errors if not isinstance(e, Exception)), errors[0])
 
     def stop(self) -> None:
-        for key in list(self.servers):
-            self.servers.pop(key).stop()
-        for key in list(self.budgets):
-            with contextlib.suppress(PolyperfError):
-                self.budgets.pop(key).remove()
+        """Stops every server and removes every cgroup whatever one of them does; then raises one error that
+        names each failure."""
+        failures, interrupt = [], None
+        for key in dict.fromkeys([*self.servers, *self.accounts, *self.budgets]):
+            try:
+                self._stop_one(key)
+            except Exception as exc:
+                failures.append(f"{key}: {type(exc).__name__}: {exc}")
+            except BaseException as exc:  # an interrupt: stop the rest first
+                interrupt = interrupt or exc
+        if interrupt is not None:
+            raise interrupt
+        if failures:
+            raise FleetStopFailed(f"stopping the fleet: {'; '.join(failures)}")
 
     def __enter__(self) -> Fleet:
         try:
             return self.start()
         except BaseException:
-            self.stop()
+            with contextlib.suppress(FleetStopFailed):  # the error that stopped the start is the one to see
+                self.stop()
             raise
 
     def __exit__(
