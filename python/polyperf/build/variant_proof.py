@@ -1,9 +1,11 @@
 """Proof from the binaries themselves (not the variant names) that build variants differ: debug info,
-stripping, unwinding tables, the mimalloc allocator linked in, and the instruction sets the code uses.
+stripping, unwinding tables, symbols renamed by ThinLTO, the mimalloc allocator linked in, and the instruction
+sets the code uses.
 
 Reads the ELF section table directly; instruction counts come from binutils' `objdump -d`. Used by the
-build-settings suite to show that `native` really was compiled for this CPU and
-`native-mimalloc` really carries mimalloc, even in stripped binaries.
+build-settings suite to show that each rung of its ladder carries its setting (fat LTO, one codegen unit,
+panic=abort, strip), that `native` really was compiled for this CPU and `native-mimalloc` really carries
+mimalloc, even in stripped binaries (`ladder_failures`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import shutil
 import struct
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,12 +23,15 @@ __all__ = [
     "InstructionCounts",
     "VariantFacts",
     "count_instructions",
+    "cpu_has_avx2_bmi2",
     "elf_sections",
     "has_debug_info",
     "instruction_counts",
     "is_debug_build",
     "is_stripped",
+    "ladder_failures",
     "links_mimalloc",
+    "promoted_symbols",
     "uses_target_cpu_native",
     "variant_facts",
 ]
@@ -39,6 +45,9 @@ _OVERFLOW_MESSAGE = b"attempt to add with overflow"
 # `-C target-cpu=native` (or runtime-dispatched SIMD in a few crates) emits them.
 _BMI2 = frozenset({"shlx", "shrx", "sarx", "rorx", "mulx", "pdep", "pext", "bzhi"})
 _INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+([a-z][a-z0-9.]*)\s*(.*)$")
+# ThinLTO (what rustc runs between the codegen units of a crate unless lto = "fat" or codegen-units = 1)
+# promotes a local function that another unit calls to a global one renamed `<name>.llvm.<hash>`.
+_PROMOTED = re.compile(rb"\.llvm\.[0-9]+\x00")
 
 
 def elf_sections(binary: Path) -> dict[str, int]:
@@ -70,6 +79,12 @@ def links_mimalloc(binary: Path) -> bool:
     """mimalloc is compiled into the binary: its strings, or its `mi_malloc` symbol when not stripped."""
     data = Path(binary).read_bytes()
     return all(marker in data for marker in _MIMALLOC_MARKERS) or b"\0mi_malloc\0" in data
+
+
+def promoted_symbols(binary: Path) -> int:
+    """Symbols ThinLTO renamed (`.llvm.<hash>`) in the symbol table: none after fat LTO, few with one codegen
+    unit (only the standard library's own), 0 in a stripped binary."""
+    return len(_PROMOTED.findall(Path(binary).read_bytes()))
 
 
 def is_debug_build(binary: Path) -> bool:
@@ -139,11 +154,13 @@ class VariantFacts:
     debug_info: bool
     debug_build: bool
     unwind_tables: bool  # `.gcc_except_table`: landing pads for panic=unwind
+    except_table_bytes: int
+    promoted_symbols: int
     mimalloc: bool
-    instructions: InstructionCounts
+    instructions: InstructionCounts | None  # None unless asked for (objdump of a debug build takes seconds)
 
 
-def variant_facts(binary: Path) -> VariantFacts:
+def variant_facts(binary: Path, *, instructions: bool = True) -> VariantFacts:
     sections = elf_sections(binary)
     return VariantFacts(
         binary=Path(binary),
@@ -152,6 +169,69 @@ def variant_facts(binary: Path) -> VariantFacts:
         debug_info=".debug_info" in sections,
         debug_build=is_debug_build(binary),
         unwind_tables=sections.get(".gcc_except_table", 0) > 0,
+        except_table_bytes=sections.get(".gcc_except_table", 0),
+        promoted_symbols=promoted_symbols(binary),
         mimalloc=links_mimalloc(binary),
-        instructions=instruction_counts(binary),
+        instructions=instruction_counts(binary) if instructions else None,
     )
+
+
+def cpu_has_avx2_bmi2(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """This CPU has AVX2 and BMI2 (False where /proc/cpuinfo cannot be read): only then does target-cpu=native
+    show as AVX/BMI2 code."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return {"avx2", "bmi2"} <= set(flags)
+
+
+def ladder_failures(facts: dict[str, VariantFacts], *, native_cpu: bool = True) -> list[str]:
+    """What the build-settings ladder's binaries fail to show of their settings, one sentence each (pure; empty
+    when every variant carries what its name says). Rules whose variants are absent are not checked;
+    `native_cpu`: this CPU has AVX2 and BMI2, so target-cpu=native shows in the code."""
+    rules: list[tuple[tuple[str, ...], str, Callable[..., bool]]] = [
+        (("dev", "release"), "only dev is a debug build", lambda d, r: d.debug_build and not r.debug_build),
+        (("release",), "release is not stripped", lambda r: not r.stripped),
+        (
+            ("release", "release-fat-lto"),
+            "fat LTO leaves no ThinLTO-renamed symbols (release has some)",
+            lambda r, f: r.promoted_symbols > 0 and f.promoted_symbols == 0 and not f.stripped,
+        ),
+        (
+            ("release", "release-cgu1"),
+            "codegen-units=1 leaves fewer ThinLTO-renamed symbols than release",
+            lambda r, c: 0 < c.promoted_symbols < r.promoted_symbols or (c.promoted_symbols == 0 < r.promoted_symbols),
+        ),
+        (
+            ("release", "release-abort"),
+            "panic=abort shrinks the exception tables (fewer landing pads)",
+            lambda r, a: a.except_table_bytes < r.except_table_bytes,
+        ),
+        (
+            ("release", "release-lto"),
+            "the article's profile is stripped and has fewer landing pads",
+            lambda r, lto: lto.stripped and lto.except_table_bytes < r.except_table_bytes,
+        ),
+        (("release-lto", "native"), "native is stripped like the article's profile", lambda lto, n: n.stripped),
+    ]
+    if native_cpu:
+        rules.append(
+            (
+                ("release-lto", "native"),
+                "native uses AVX (VEX) instructions at least 3x as often as generic",
+                lambda lto, n: (
+                    lto.instructions is not None
+                    and n.instructions is not None
+                    and n.instructions.vex_share >= 3 * max(lto.instructions.vex_share, 1e-6)
+                ),
+            )
+        )
+    failures = [
+        why for names, why, holds in rules if all(v in facts for v in names) and not holds(*(facts[v] for v in names))
+    ]
+    linked = sorted(v for v, f in facts.items() if f.mimalloc)
+    if "native-mimalloc" in facts and linked != ["native-mimalloc"]:
+        failures.append(f"only native-mimalloc links mimalloc (found in: {', '.join(linked) or 'none'})")
+    return failures
