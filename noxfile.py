@@ -6,12 +6,15 @@ nox -s bench -- --profile full io_buffering
 nox -s lint             ruff (check + format), import contracts, clippy + rustfmt, go vet + gofmt
 nox -s report -- RUN    re-render a run's report
 nox -s compare -- A B   what changed from run A to run B (--fail-on-regression PCT for CI)
+nox -s mutants          mutation testing of analyse/ and record/: `mutants: N% killed (K of M)`
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import nox
 
@@ -23,19 +26,55 @@ RUST_APPS = ROOT / "rust_apps"
 GO_APPS = ROOT / "go_apps"
 
 
+def _load_steps() -> ModuleType:
+    """polyperf's announcer of long steps (standard library only), loaded by path: polyperf is not installed
+    when the first step starts."""
+    path = ROOT / "python" / "polyperf" / "common" / "steps.py"
+    spec = importlib.util.spec_from_file_location("polyperf_steps", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Each step longer than a few seconds prints one line to stderr as it starts, with its last time here (kept in
+# .tools/step-times.json) or, the first time, what it took on a shared 2-core VM.
+STEPS = _load_steps()
+FIRST_TIME = {
+    "install": "about 3 min on 2 cores the first time: dependencies, and a release build of the extension",
+}
+
+
+def _step(session: nox.Session, what: str, first_time: str | None, *args: str, **kwargs: object) -> None:
+    with STEPS.step(what, f"nox -s {session.name}: {what}", first_time):
+        session.run(*args, **kwargs)
+
+
 def _install(session: nox.Session, extras: str = "") -> None:
     # Editable install: maturin compiles rust_ext/ in release mode into polyperf/_native.
-    session.install("-e", f".{extras}")
+    what = f"installing polyperf{extras} and its dependencies with pip; maturin builds the Rust extension"
+    with STEPS.step(what, f"nox -s {session.name}: pip install -e .{extras}", FIRST_TIME["install"]):
+        session.install("-e", f".{extras}")
+
+
+# oha (crates.io, cargo install --locked) and bombardier (Go module proxy) are built into .tools/ at pinned
+# versions: no apt step on a fresh machine. oha's cargo install announces itself; bombardier's build here.
+_LOAD_TOOLS = """
+from polyperf.common.steps import step
+from polyperf.errors import ToolchainMissing
+from polyperf.load import ensure_bombardier, ensure_oha
+
+ensure_oha()
+try:
+    ensure_bombardier(install=False)
+except ToolchainMissing:
+    with step("building bombardier with go build into .tools/", "go build bombardier", "about 30 s on 2 cores"):
+        ensure_bombardier()
+"""
 
 
 def _install_load_tools(session: nox.Session) -> None:
-    # oha (crates.io, cargo install --locked) and bombardier (Go module proxy) are built into .tools/ at
-    # pinned versions: no apt step on a fresh machine.
-    session.run(
-        "python",
-        "-c",
-        "from polyperf.load import ensure_bombardier, ensure_oha; print(ensure_oha(), ensure_bombardier())",
-    )
+    session.run("python", "-c", _LOAD_TOOLS)
 
 
 def _require(session: nox.Session, tool: str, hint: str) -> None:
@@ -49,14 +88,19 @@ def tests(session: nox.Session) -> None:
     _require(session, "cargo", "install Rust (https://rustup.rs) to build the extension and the apps")
     _install(session, "[test]")
     _install_load_tools(session)
-    session.run("cargo", "test", "--quiet", "--manifest-path", "rust_ext/Cargo.toml", external=True)
+    what = "compiling and running the extension's Rust tests (cargo test)"
+    _step(session, what, None, "cargo", "test", "--quiet", "--manifest-path", "rust_ext/Cargo.toml", external=True)
     if (RUST_APPS / "Cargo.toml").exists():
-        session.run("cargo", "test", "--quiet", "--workspace", "--manifest-path", "rust_apps/Cargo.toml", external=True)
+        what = "compiling and running the apps' Rust tests (cargo test --workspace, debug builds)"
+        manifest = ["--manifest-path", "rust_apps/Cargo.toml"]
+        _step(session, what, None, "cargo", "test", "--quiet", "--workspace", *manifest, external=True)
     if (GO_APPS / "go.mod").exists():
         _require(session, "go", "install Go 1.22+ to build the Go apps")
         with session.chdir(GO_APPS):
-            session.run("go", "test", "./...", external=True)
-    session.run("pytest", "tests", *session.posargs)
+            what = "compiling and running the Go tests (go test ./...)"
+            _step(session, what, None, "go", "test", "./...", external=True)
+    what = "running the Python tests (pytest tests; the first run also builds the apps they start)"
+    _step(session, what, None, "pytest", "tests", *session.posargs)
 
 
 @nox.session
@@ -116,3 +160,35 @@ def lint(session: nox.Session) -> None:
             unformatted = session.run("gofmt", "-l", ".", external=True, silent=True)
             if unformatted and unformatted.strip():
                 session.error(f"gofmt would reformat: {unformatted.split()}")
+
+
+def _stage_mutants(session: nox.Session) -> Path:
+    """A copy of the project in mutmut 3's layout: it imports mutated code only from ./, src/ or source/,
+    so python/polyperf (with the extension the install just built) becomes src/polyperf."""
+    stage = Path(session.create_tmp()) / "mutants-stage"
+    shutil.rmtree(stage, ignore_errors=True)  # results of an older tree would be stale
+    skip = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".hypothesis")
+    shutil.copytree(ROOT / "python" / "polyperf", stage / "src" / "polyperf", ignore=skip)
+    shutil.copytree(ROOT / "tests", stage / "tests", ignore=skip)
+    shutil.copy2(ROOT / "pyproject.toml", stage / "pyproject.toml")
+    return stage
+
+
+@nox.session
+def mutants(session: nox.Session) -> None:
+    """Mutation testing (mutmut) of analyse/ and record/ against their fast unit tests; the last line is
+    `mutants: N% killed (K of M)` (a timeout counts as killed; a mutant no test reaches counts as survived)."""
+    import json
+
+    _install(session, "[test]")
+    session.install("mutmut>=3.8,<4")
+    stage = _stage_mutants(session)
+    with session.chdir(stage):
+        # exit code 0 whatever survives: the share below is the result
+        session.run("mutmut", "run", "--max-children", "2", *session.posargs)
+        session.run("mutmut", "export-cicd-stats", silent=True)
+    stats = json.loads((stage / "mutants" / "mutmut-cicd-stats.json").read_text())
+    killed, total = stats["killed"] + stats["timeout"], stats["total"]
+    session.log(f"survived {stats['survived']}, no tests {stats['no_tests']}, timeout {stats['timeout']}")
+    share = 100.0 * killed / total if total else 0.0
+    print(f"mutants: {share:.0f}% killed ({killed} of {total})")

@@ -1,8 +1,9 @@
-"""Beyond one machine: the server on one "host", a `polyperf worker` on another and the master (`polyperf
-load --workers 1`) on a third, each a network namespace joined by veth pairs (10.213.N.0/30 server-client,
-10.213.N.4/30 client-master, addresses only this test creates; the master cannot reach the server, so all
-load crosses the client's veth). Without root or iproute2 the "remote" server is 127.0.0.2 and the master
-127.0.0.1. Also the fast facts: the opt-in rule, the refusal line, and how oha summaries are combined."""
+"""Beyond one machine: the server on one "host", two `polyperf worker`s on two others and the master
+(`polyperf load --workers 2`) on a fourth, each a network namespace joined by veth pairs (client i has
+10.213.N.8i/30 to the server and 10.213.N.8i+4/30 to the master, addresses only this test creates; the
+master cannot reach the server, so all load crosses the clients' veths). Without root or iproute2, or where
+the kernel refuses namespaces, those tests skip with the reason: loopback is never taken for another host.
+Also the fast facts: the opt-in rule, the refusal line, and how oha summaries and latencies are merged."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from polyperf.build import build
-from polyperf.common.net import free_port
-from polyperf.load import LoadFailed, TargetNotLoopback, require_target
+from polyperf.load import LoadFailed, TargetNotLoopback, latency_hdr, require_target
+from polyperf.load.common import PERCENTILES
 from polyperf.load.distributed import combine_oha, split_evenly
 from polyperf.load.locust_driver import parse_hostport
 
@@ -29,22 +31,24 @@ POLYPERF = [sys.executable, "-m", "polyperf"]
 CPUS = sorted(os.sched_getaffinity(0))
 SERVER_CPU, CLIENT_CPU = str(CPUS[0]), str(CPUS[-1])
 MAX_REQUESTS = 30_000
+WORKERS = 2
 
 
 @dataclass
 class Lab:
-    """Where each role runs: `ns[role]` is a namespace name (None: this namespace) and `addr` its address."""
+    """Where each role runs: `ns[role]` is a namespace name, `addr[role]` its address (roles: server,
+    master, worker0, worker1)."""
 
-    ns: dict[str, str | None]
+    ns: dict[str, str]
     addr: dict[str, str]
-    server_link: str | None = None
+    server_links: list[str]
     procs: list[subprocess.Popen] = field(default_factory=list)
     url: str = ""
     tmp: Path = Path()
     server: subprocess.Popen | None = None
 
     def cmd(self, role: str, args: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.ns[role], *args] if self.ns[role] else args
+        return ["ip", "netns", "exec", self.ns[role], *args]
 
     def start(self, role: str, args: list[str], log: Path) -> subprocess.Popen:
         with log.open("ab") as out:
@@ -58,45 +62,66 @@ class Lab:
         self.procs.append(proc)
         return proc
 
-    def server_rx_bytes(self) -> int | None:
-        if not self.server_link:
-            return None
-        out = subprocess.run(
-            ["ip", "-n", self.ns["server"], "-j", "-s", "link", "show", "dev", self.server_link],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout
-        return int(json.loads(out)[0]["stats64"]["rx"]["bytes"])
+    def server_rx_bytes(self) -> int:
+        total = 0
+        for link in self.server_links:
+            out = subprocess.run(
+                ["ip", "-n", self.ns["server"], "-j", "-s", "link", "show", "dev", link],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=10,
+            ).stdout
+            total += int(json.loads(out)[0]["stats64"]["rx"]["bytes"])
+        return total
 
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
 
 
+def _namespace_names(tag: str) -> dict[str, str]:
+    return {role: f"pp-{role[:3]}{role[-1]}-{tag}" for role in ("server", "master", *_workers())}
+
+
+def _workers() -> list[str]:
+    return [f"worker{i}" for i in range(WORKERS)]
+
+
 def _make_namespaces(tag: str, net: int) -> Lab:
-    ns = {role: f"pp-{role[:3]}-{tag}" for role in ("ser", "cli", "mas")}
-    ns = {"server": ns["ser"], "client": ns["cli"], "master": ns["mas"]}
+    """Worker i: a veth to the server (10.213.net.8i+1 server side, +2 its own) and one to the master
+    (+5 master side, +6 its own). The server listens on worker0's link and the master on worker0's link;
+    the other workers reach them through a host route over their own veth (no forwarding anywhere)."""
+    ns = _namespace_names(tag)
     for name in ns.values():
         _ip("netns", "add", name)
         _ip("-n", name, "link", "set", "lo", "up")
-    links = [("server", "client", f"pps-{tag}", f"ppc-{tag}", 1), ("master", "client", f"ppm-{tag}", f"ppd-{tag}", 5)]
-    for a, b, leg_a, leg_b, first in links:
-        _ip("link", "add", leg_a, "netns", ns[a], "type", "veth", "peer", "name", leg_b, "netns", ns[b])
-        for name, leg, host in ((ns[a], leg_a, first), (ns[b], leg_b, first + 1)):
-            _ip("-n", name, "addr", "add", f"10.213.{net}.{host}/30", "dev", leg)
-            _ip("-n", name, "link", "set", leg, "up")
-    addr = {"server": f"10.213.{net}.1", "worker": f"10.213.{net}.2", "master": f"10.213.{net}.5"}
-    return Lab(
-        ns={"server": ns["server"], "worker": ns["client"], "master": ns["master"]}, addr=addr, server_link=f"pps-{tag}"
-    )
+    addr = {"server": f"10.213.{net}.1", "master": f"10.213.{net}.5"}
+    server_links = []
+    for i, worker in enumerate(_workers()):
+        legs = (
+            ("server", f"pps{i}-{tag}", f"ppc{i}-{tag}", 8 * i + 1),
+            ("master", f"ppm{i}-{tag}", f"ppd{i}-{tag}", 8 * i + 5),
+        )
+        for peer, leg, own, first in legs:
+            _ip("link", "add", leg, "netns", ns[peer], "type", "veth", "peer", "name", own, "netns", ns[worker])
+            for name, dev, host in ((ns[peer], leg, first), (ns[worker], own, first + 1)):
+                _ip("-n", name, "addr", "add", f"10.213.{net}.{host}/30", "dev", dev)
+                _ip("-n", name, "link", "set", dev, "up")
+            if i:  # the server's and the master's addresses sit on worker0's links
+                _ip("-n", ns[worker], "route", "add", f"{addr[peer]}/32", "dev", own)
+        server_links.append(f"pps{i}-{tag}")
+        addr[worker] = f"10.213.{net}.{8 * i + 2}"
+    return Lab(ns=ns, addr=addr, server_links=server_links)
 
 
-def _namespaces_usable() -> bool:
-    if os.environ.get("POLYPERF_TEST_NO_NETNS"):  # to exercise the loopback fallback on a root machine
-        return False
-    return os.geteuid() == 0 and shutil.which("ip") is not None
+def _namespaces_refused() -> str | None:
+    """Why this machine cannot build the lab, or None."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "network namespaces need iproute2's `ip` (apt-get install iproute2)"
+    return None
 
 
 def _wait_for_line(log: Path, text: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -122,92 +147,58 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
+    refused = _namespaces_refused()
+    if refused:
+        pytest.skip(f"{refused}: loopback would not be another host")
     build("hyper_hello")
     tmp = tmp_path_factory.mktemp("multihost")
     tag, net = secrets.token_hex(3), secrets.randbelow(250) + 1
-    namespaces = [f"pp-{role}-{tag}" for role in ("ser", "cli", "mas")]
-    lab = Lab(
-        ns={"server": None, "worker": None, "master": None},
-        addr={"server": "127.0.0.2", "worker": "127.0.0.1", "master": "127.0.0.1"},
-    )
+    names = _namespace_names(tag)
+    lab = None
     try:
-        if _namespaces_usable():
-            try:
-                lab = _make_namespaces(tag, net)
-            except subprocess.CalledProcessError as exc:
-                print(f"no namespaces ({exc.stderr!r}): falling back to 127.0.0.2")
-        port = 18080 if lab.ns["server"] else free_port("127.0.0.2")
+        try:
+            lab = _make_namespaces(tag, net)
+        except subprocess.CalledProcessError as exc:
+            pytest.skip(f"cannot create network namespaces here: {exc.cmd}: {exc.stderr.decode(errors='replace')}")
+        port = 18080
         lab.tmp, lab.url = tmp, f"http://{lab.addr['server']}:{port}/"
         args = ["serve", "hyper_hello", "--host", lab.addr["server"], "--port", str(port)]
         lab.server = lab.start("server", [*POLYPERF, *args, "--server-cpus", SERVER_CPU, "--out", str(tmp)], tmp / "s")
         _wait_for_line(tmp / "s", "serving at", lab.server, timeout=60)
         yield lab
     finally:
-        for proc in reversed(lab.procs):
+        for proc in reversed(lab.procs if lab else []):
             _stop(proc)
-        for name in namespaces:  # deleting a namespace deletes the veth legs in it
+        for name in names.values():  # deleting a namespace deletes the veth legs in it
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20, check=False)
-    if shutil.which("ip"):
-        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
-        assert tag not in left, f"namespaces left behind: {left}"
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
+    assert tag not in left, f"namespaces left behind: {left}"
+
+
+def _raw_latencies(worker_dirs: list[Path]) -> np.ndarray:
+    """Every latency the workers' oha wrote, from their own per-request files (seconds, whole ns)."""
+    files = [f for d in worker_dirs for f in sorted(d.glob("oha-*.sqlite"))]
+    assert len(files) == len(worker_dirs), files
+    return np.rint(np.concatenate([latency_hdr.read_oha_db(f) for f in files]) * 1e9) / 1e9
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("driver", ["oha", "locust"])
-def test_load_from_a_worker_on_another_host(lab, driver):
-    port = 15557 if lab.ns["master"] else free_port()
-    bind = f"{lab.addr['master']}:{port}"
+def test_load_from_workers_on_two_other_hosts(lab, driver):
+    bind = f"{lab.addr['master']}:15557"
     tmp = lab.tmp / driver
     tmp.mkdir()
-    worker_log = tmp / "worker.out"
-    worker = lab.start(
-        "worker",
-        [
-            *POLYPERF,
-            "worker",
-            "--master",
-            bind,
-            "--allow-remote",
-            "--client-cpus",
-            CLIENT_CPU,
-            "--idle",
-            "60",
-            "--connect-wait",
-            "60",
-            "--out",
-            str(tmp / "worker"),
-        ],
-        worker_log,
-    )
+    workers = {}
+    for role in _workers():
+        args = ["worker", "--master", bind, "--allow-remote", "--client-cpus", CLIENT_CPU, "--idle", "60"]
+        args += ["--connect-wait", "60", "--out", str(tmp / role)]
+        workers[role] = lab.start(role, [*POLYPERF, *args], tmp / f"{role}.out")
     rx_before = lab.server_rx_bytes()
     size = ["--connections", "16"] if driver == "oha" else ["--users", "10"]
+    load = ["load", lab.url, "--driver", driver, "--workers", str(WORKERS), "--allow-remote", "--master-bind", bind]
+    load += ["--duration", "3", "--max-requests", str(MAX_REQUESTS), *size, "--client-cpus", CLIENT_CPU]
     done = subprocess.run(
-        lab.cmd(
-            "master",
-            [
-                *POLYPERF,
-                "load",
-                lab.url,
-                "--driver",
-                driver,
-                "--workers",
-                "1",
-                "--allow-remote",
-                "--master-bind",
-                bind,
-                "--duration",
-                "3",
-                "--max-requests",
-                str(MAX_REQUESTS),
-                *size,
-                "--client-cpus",
-                CLIENT_CPU,
-                "--worker-wait",
-                "60",
-                "--out",
-                str(tmp / "out"),
-            ],
-        ),
+        lab.cmd("master", [*POLYPERF, *load, "--worker-wait", "60", "--out", str(tmp / "out")]),
         capture_output=True,
         text=True,
         timeout=180,
@@ -215,8 +206,9 @@ def test_load_from_a_worker_on_another_host(lab, driver):
     )
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stderr
-    # the worker leaves with the master (bounded), the server stays up
-    assert worker.wait(timeout=30) == 0, worker_log.read_text()
+    # the workers leave with the master (bounded), the server stays up
+    for role, worker in workers.items():
+        assert worker.wait(timeout=30) == 0, (tmp / f"{role}.out").read_text()
     assert lab.server.poll() is None
 
     rows = [json.loads(line) for line in next((tmp / "out" / "runs").iterdir()).joinpath("results.jsonl").open()]
@@ -224,23 +216,25 @@ def test_load_from_a_worker_on_another_host(lab, driver):
     assert {r["suite"] for r in rows} == {"remote_load"} and {r["driver"] for r in rows} == {driver}
     assert 0 < value["requests"] <= MAX_REQUESTS and value["errors"] == 0 and value["rps"] > 0
     assert value["latency_p50_s"] <= value["latency_p99_s"]
-    if driver == "oha":  # one summary per worker, summed
+    if driver == "oha":  # one summary per worker host, summed; percentiles of every request of both
         per_worker = [r for r in rows if r["metric"] == "worker_requests"]
-        assert len(per_worker) == 1 and per_worker[0]["value"] == value["requests"]
-        assert "worker" in done.stdout
-    rx_after = lab.server_rx_bytes()
-    if rx_before is not None:  # every request crossed the server's veth: at least ~40 bytes each
-        assert rx_after - rx_before > 40 * value["requests"]
+        assert len({r["params"]["worker"] for r in per_worker}) == WORKERS
+        assert sum(r["value"] for r in per_worker) == value["requests"]
+        raw = _raw_latencies([tmp / role for role in _workers()])
+        assert raw.size == value["requests"]
+        for p, name in ((0.5, "p50"), (0.99, "p99")):
+            exact = float(np.percentile(raw, p * 100, method="inverted_cdf"))
+            assert exact <= value[f"latency_{name}_s"] <= exact * (1 + latency_hdr.RELATIVE_ERROR) + 1e-9
+    # every request crossed the server's veths: at least ~40 bytes each
+    assert lab.server_rx_bytes() - rx_before > 40 * value["requests"]
 
 
 @pytest.mark.slow
 def test_a_worker_without_the_opt_in_refuses_a_remote_target(lab):
-    if not lab.ns["server"]:
-        pytest.skip("needs namespaces: on loopback every target is allowed")
     bind = f"{lab.addr['master']}:15558"
     tmp = lab.tmp / "refusing"
     tmp.mkdir()
-    worker = lab.start("worker", [*POLYPERF, "worker", "--master", bind, "--idle", "60"], tmp / "worker.out")
+    worker = lab.start("worker0", [*POLYPERF, "worker", "--master", bind, "--idle", "60"], tmp / "worker.out")
     load = ["load", lab.url, "--workers", "1", "--allow-remote", "--master-bind", bind, "--duration", "1"]
     done = subprocess.run(
         lab.cmd("master", [*POLYPERF, *load, "--max-requests", "10", "--out", str(tmp / "out")]),
@@ -285,28 +279,54 @@ def test_hostport_and_split():
     assert split_evenly(10, 3) == 4 and split_evenly(1, 4) == 1
 
 
-def _report(worker: str, received: float, lag: float, total: float, ok: int, p: dict[str, float]) -> dict:
-    data = {"summary": {"total": total}, "latencyPercentiles": p, "statusCodeDistribution": {"200": ok}}
-    return {"id": worker, "host": worker, "received_at": received, "lag": lag, "data": data}
+def _report(worker: str, received: float, lag: float, total: float, latencies: np.ndarray) -> dict:
+    p = {"p50": 0.001, "p90": 0.002, "p99": 0.004, "p99.9": 0.009}  # oha's own, per worker: kept, not merged
+    data = {"summary": {"total": total}, "latencyPercentiles": p, "statusCodeDistribution": {"200": len(latencies)}}
+    hdr = latency_hdr.from_seconds(latencies).encode().decode("ascii")
+    return {"id": worker, "host": worker, "received_at": received, "lag": lag, "data": data, "latency_hdr": hdr}
 
 
-def test_combine_oha_sums_counts_unions_windows_and_takes_the_worst_percentile():
-    a = _report("a", 110.0, 0.5, 4.0, 4000, {"p50": 0.001, "p90": 0.002, "p99": 0.004, "p99.9": 0.009})
-    b = _report("b", 111.0, 0.5, 4.0, 2000, {"p50": 0.002, "p90": 0.003, "p99": 0.003, "p99.9": 0.005})
+def test_combine_oha_sums_counts_and_unions_windows():
+    a = _report("a", 110.0, 0.5, 4.0, np.full(4000, 0.001))
+    b = _report("b", 111.0, 0.5, 4.0, np.full(2000, 0.002))
     result = combine_oha([a, b], url="http://10.0.0.1/", expected=2, connections=32, rate=None)
     assert result.requests == result.successes == 6000 and result.failures == 0
     assert (result.started_at, result.ended_at) == (105.5, 110.5)  # windows on the master's clock, unioned
     assert result.rps == 6000 / 5.0
-    assert result.latency == {0.5: 0.002, 0.9: 0.003, 0.99: 0.004, 0.999: 0.009}
-    assert result.extra["latency_lower_bound"]["0.99"] == 0.003
     assert [w["rps"] for w in result.extra["per_worker"]] == [1000.0, 500.0]
+    assert result.extra["per_worker"][0]["latency"]["0.99"] == 0.004 and result.extra["latency_count"] == 6000
 
 
-def test_combine_oha_fails_on_a_missing_or_failed_worker():
-    a = _report("a", 110.0, 0.0, 1.0, 10, {"p50": 0.001})
+def test_merged_p99_is_the_p99_of_both_hosts_raw_latencies():
+    rng = np.random.default_rng(18)
+    fast = rng.lognormal(np.log(0.0008), 0.3, 9000)  # host a: 9000 requests near 0.8 ms
+    slow = rng.lognormal(np.log(0.004), 0.5, 1001)  # host b: 1001 near 4 ms (p * n never whole: numpy's
+    # float p * n would then pick the next rank)
+    result = combine_oha(
+        [_report("a", 10.0, 0.0, 2.0, fast), _report("b", 10.0, 0.0, 2.0, slow)],
+        url="http://10.0.0.1/",
+        expected=2,
+        connections=2,
+        rate=None,
+    )
+    every = np.rint(np.concatenate([fast, slow]) * 1e9) / 1e9
+    for p in PERCENTILES:
+        exact = float(np.percentile(every, p * 100, method="inverted_cdf"))
+        assert exact <= result.latency[p] <= exact * (1 + latency_hdr.RELATIVE_ERROR) + 1e-9, p
+    # neither host's p99 is the merged one: the slow host's is far above, the fast host's far below
+    assert np.percentile(fast, 99) < result.latency[0.99] < 0.9 * np.percentile(slow, 99)
+
+
+def test_combine_oha_fails_on_a_missing_or_failed_worker_or_a_short_histogram():
+    a = _report("a", 110.0, 0.0, 1.0, np.full(10, 0.001))
     with pytest.raises(LoadFailed, match="1 of 2 workers sent no result"):
         combine_oha([a], url="http://10.0.0.1/", expected=2, connections=2, rate=None)
     with pytest.raises(LoadFailed, match="refusing"):
         combine_oha(
             [a, {"id": "b", "error": "refusing to load"}], url="http://x/", expected=2, connections=2, rate=None
         )
+    short = {**a, "latency_hdr": latency_hdr.from_seconds([0.001] * 9).encode().decode("ascii")}
+    with pytest.raises(LoadFailed, match="holds 9 latencies for 10 completed requests"):
+        combine_oha([short], url="http://x/", expected=1, connections=2, rate=None)
+    with pytest.raises(LoadFailed, match="sent no latency histogram"):
+        combine_oha([{**a, "latency_hdr": None}], url="http://x/", expected=1, connections=2, rate=None)

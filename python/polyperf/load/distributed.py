@@ -8,10 +8,11 @@ How the parts are combined, and why:
   delay between oha's exit and its reply, minus oha's `total`), so hosts' clocks need not agree; the
   combined window is the union of the windows, so `rps` = all requests / union (never more than the
   sum of the per-worker rates, which are kept in `extra["per_worker"]`);
-- latency percentiles: oha's JSON gives percentiles and an 11-bucket histogram, too coarse to merge, so
-  each combined percentile is the worst (largest) worker's. That is a sound upper bound: if every host's
-  p99 is at most x, at least 99 % of all requests took at most x. The best worker's is kept beside it
-  (`extra["latency_lower_bound"]`), a lower bound for the same reason.
+- latency percentiles are those of every request of every worker: each worker sends an HDR histogram of
+  all the latencies its oha wrote (`latency_hdr`: 3 significant digits, so a merged percentile is at most
+  0.1 % above the exact one), the histograms are added and the percentiles read from the sum. A
+  histogram must hold exactly the worker's completed requests (oha's status counts), or the run fails.
+  Each worker's own oha percentiles stay in `extra["per_worker"]`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.net import free_port
+from polyperf.load import latency_hdr
 from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
 from polyperf.load.locust_driver import CHILD, STARTUP_ALLOWANCE, connect_host, parse_hostport
 from polyperf.load.native_driver import oha_counts, oha_latency
@@ -119,6 +121,20 @@ def _window(report: Mapping[str, Any]) -> tuple[float, float]:
     return end - float(report["data"]["summary"]["total"]), end
 
 
+def _histogram(report: Mapping[str, Any], completed: int, url: str) -> Any:
+    """A worker's HDR histogram, which must hold one latency per request oha counted as completed."""
+    who = f"distributed oha against {url}: worker {report.get('host', '?')} ({report.get('id', '?')})"
+    if not report.get("latency_hdr"):
+        raise LoadFailed(f"{who} sent no latency histogram (a polyperf worker older than its master?)")
+    histogram = latency_hdr.decode(report["latency_hdr"])
+    if histogram.get_total_count() != completed:
+        raise LoadFailed(
+            f"{who}: its histogram holds {histogram.get_total_count()} latencies for {completed} completed "
+            f"requests; per-request file {report.get('requests_db', '?')}"
+        )
+    return histogram
+
+
 def combine_oha(
     reports: Sequence[Mapping[str, Any]],
     *,
@@ -138,7 +154,7 @@ def combine_oha(
         )
     per_worker, status, errors = [], {}, {}
     requests = successes = 0
-    latencies = []
+    histograms = []
     for report in reports:
         n, ok, codes, errs = oha_counts(report["data"])
         start, end = _window(report)
@@ -147,8 +163,8 @@ def combine_oha(
             status[code] = status.get(code, 0) + count
         for kind, count in errs.items():
             errors[kind] = errors.get(kind, 0) + count
+        histograms.append(_histogram(report, sum(codes.values()), url))
         latency = oha_latency(report["data"]) if n else {}
-        latencies.append(latency)
         per_worker.append(
             {
                 "id": report.get("id"),
@@ -162,8 +178,7 @@ def combine_oha(
         )
     windows = [w["window"] for w in per_worker]
     started, ended = min(w[0] for w in windows), max(w[1] for w in windows)
-    worst = {p: max(lat[p] for lat in latencies if p in lat) for p in PERCENTILES if any(p in lat for lat in latencies)}
-    best = {p: min(lat[p] for lat in latencies if p in lat) for p in worst}
+    merged = latency_hdr.merge(histograms)
     result = LoadResult(
         driver="oha",
         mode="fixed-rate" if rate else "closed",
@@ -173,7 +188,7 @@ def combine_oha(
         requests=requests,
         successes=successes,
         failures=requests - successes,
-        latency=worst,
+        latency=latency_hdr.percentiles(merged, PERCENTILES),
         latency_resolution=1e-6,
         connections=connections,
         offered_rate=rate,
@@ -185,8 +200,9 @@ def combine_oha(
             "distributed": True,
             "workers": len(reports),
             "per_worker": per_worker,
-            "latency_combination": "max over workers (upper bound of the merged percentile)",
-            "latency_lower_bound": {str(p): v for p, v in best.items()},
+            "latency_combination": "HDR histogram of every request of every worker, 3 significant digits "
+            f"(at most {latency_hdr.RELATIVE_ERROR:.2%} above the exact percentile)",
+            "latency_count": merged.get_total_count(),
         },
     )
     result.check()

@@ -98,19 +98,28 @@ def _die_with_parent() -> None:  # runs in oha between fork and exec
     ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
+def _oha_bound(job: dict[str, Any]) -> list[str]:
+    """oha's own bound. Closed model: `-n` the request budget; a SIGINT at the duration ends it orderly
+    (it still writes every request). At a fixed rate oha exits on SIGINT without writing them, so it must
+    end by itself: `-n` when the budget comes first at that rate, else `-z` the duration."""
+    rate = job.get("rate")
+    if rate and job["budget"] >= rate * job["duration"]:
+        return ["-z", f"{job['duration']:g}s", "-q", f"{rate:g}", "--latency-correction"]
+    return ["-n", str(job["budget"]), *(["-q", f"{rate:g}", "--latency-correction"] if rate else [])]
+
+
 def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    """One bounded oha run on this worker's CPUs: `-n` its share of the request budget, SIGINT (oha then
-    reports) at the duration, killed after the grace; returns oha's summary or an error."""
+    """One bounded oha run on this worker's CPUs (`_oha_bound`; SIGINT at the duration, killed after the
+    grace); returns oha's summary and an HDR histogram of every latency (`latency_hdr`), or an error."""
     error = refusal(job["url"], cfg.get("allow_remote", False))
     if error or not cfg.get("oha"):
         return {"error": error or "no oha on this worker's host (polyperf worker --oha PATH)"}
     log_dir = Path(cfg.get("log_dir") or ".")
     out = log_dir / f"oha-{time.time_ns()}.json"
+    requests_db = out.with_suffix(".sqlite")
     threads = len(os.sched_getaffinity(0))
-    cmd = [cfg["oha"], "-n", str(job["budget"]), "-c", str(job["connections"]), "--no-tui"]
+    cmd = [cfg["oha"], *_oha_bound(job), "-c", str(job["connections"]), "--no-tui", "--db-url", str(requests_db)]
     cmd += ["--output-format", "json", "-o", str(out), "--worker-threads", str(threads), "-t", "10s"]
-    if job.get("rate"):
-        cmd += ["-q", f"{job['rate']:g}", "--latency-correction"]
     with out.with_suffix(".log").open("ab") as log:
         proc = subprocess.Popen(
             [*cmd, job["url"]],
@@ -133,13 +142,19 @@ def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    exited = time.monotonic()
     if proc.returncode != 0:
         return {"error": f"oha exited with {proc.returncode}; log {out.with_suffix('.log')}"}
+    # oha's window ends when it wrote its summary, before it stored every request: date it by the file
+    exited = time.monotonic() - max(0.0, time.time() - out.stat().st_mtime)
     data = json.loads(out.read_text())
     keys = ("summary", "latencyPercentiles", "statusCodeDistribution", "errorDistribution")
+    from latency_hdr import from_seconds, read_oha_db  # numpy: only when a worker runs oha
+
+    latencies = read_oha_db(requests_db)
     return {
         "data": {k: data[k] for k in keys if k in data},
+        "latency_hdr": from_seconds(latencies).encode().decode("ascii"),
+        "requests_db": str(requests_db),
         "exited": exited,
         "host": socket.gethostname(),
         "cpus": sorted(os.sched_getaffinity(0)),
