@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from polyperf.common import procs
+from polyperf.common import procs, steps
 from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
 from polyperf.record.env import write_env
@@ -34,6 +34,9 @@ from polyperf.record.run_dir import (
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
+# What the first `polyperf run` of every suite is expected to take here (later runs say their own last time):
+# the README's figures for a shared 2-core VM, builds cached; a first run also builds (each build says so).
+_EXPECTED = {("quick", True): "about 8 min on 2 cores, plus first builds", ("smoke", True): "about 3 min on 2 cores"}
 STOP_GRACE = 12.0  # seconds a signalled pytest gets to tear down its servers before it is killed
 
 
@@ -158,6 +161,7 @@ def run(
     get_profile(profile)  # fail on a bad profile name before creating anything
     folder = Path(suites_dir) if suites_dir else find_suites_dir()
     files = _suite_files(list(suites), folder)
+    available = available_suites(folder)
     run_dir = new_run_dir(Path(out).resolve())
     write_env(run_dir, profile=profile, suites=[f.stem.removeprefix("test_") for f in files])
     point_latest(run_dir)
@@ -174,7 +178,15 @@ def run(
         *pytest_args,
     ]
     progress = Progress(run_dir, profile)
+    names = [f.stem.removeprefix("test_") for f in files]
+    key = f"polyperf run --profile {profile} {' '.join(names)}"
+    if not quiet:
+        what = f"running {len(names)} suite{'s' if len(names) > 1 else ''} ({profile} profile) into {run_dir}"
+        steps.announce(steps.describe(what, key, _EXPECTED.get((profile, len(names) == len(available)))))
+    started = time.monotonic()
     code, interrupted = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet, progress)
+    if code == 0 and not interrupted:  # a failed or cut-short run is no estimate of the next
+        steps.record(key, time.monotonic() - started)
     if interrupted:
         try:  # the rows and the report matter more than this mark
             write_env(run_dir, interrupted=interrupted)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from polyperf.build.registry import App, get_app
-from polyperf.common import procs
+from polyperf.common import procs, steps
+from polyperf.common.atomic import write_text_atomic
 from polyperf.common.logs import log_tail
 from polyperf.common.paths import GO_APPS, RUST_APPS
 from polyperf.common.tools import require_tool
@@ -169,6 +170,19 @@ def _cached(binary: Path, stamp: Path, fingerprint: str) -> dict | None:
     return saved
 
 
+def _announce(app: App, variant: str, cmd: list[str], stamp: Path) -> None:
+    """One line before a build starts, with its last time (the step cache, else the stamp of the build being
+    replaced); a clean build of its own says what such builds took here."""
+    try:
+        last = float(json.loads(stamp.read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        last = None
+    clean = app.variants[variant].own_target_dir
+    what = f"building {app.name}:{variant} with {' '.join(cmd[:2])}" + (", clean" if clean else "")
+    expected = "about 1.5–3 min on 2 cores" if clean else None  # the build_profiles variants, measured here
+    steps.announce(steps.describe(what, f"build {app.name}:{variant}", expected, last=last))
+
+
 def build(spec: str, *, force: bool = False, log_dir: Path | None = None) -> BuildResult:
     """Builds `app[:variant]` (release by default) unless an up-to-date binary exists."""
     app, variant = get_app(spec)
@@ -186,6 +200,7 @@ def build_app(app: App, variant: str, *, force: bool = False, log_dir: Path | No
     if saved is not None:
         size = binary.stat().st_size
         return BuildResult(app.name, variant, binary, saved["seconds"], size, True, saved.get("cpu_seconds"))
+    _announce(app, variant, cmd, stamp)
     if app.variants[variant].own_target_dir:  # a clean build: its time is what these settings cost
         shutil.rmtree(app.target_dir(variant), ignore_errors=True)
     log = Path(log_dir or tempfile.mkdtemp(prefix="polyperf-build-")) / f"build-{app.name}-{variant}.log"
@@ -199,5 +214,6 @@ def build_app(app: App, variant: str, *, force: bool = False, log_dir: Path | No
             f"building {app.name}:{variant} failed ({' '.join(cmd)} in {cwd}; log {log}): {log_tail(log, 6)}"
         )
     saved = {"fingerprint": fingerprint, "seconds": seconds, "cpu_seconds": cpu_seconds, "binary": _binary_id(binary)}
-    stamp.write_text(json.dumps(saved))
+    write_text_atomic(stamp, json.dumps(saved))
+    steps.record(f"build {app.name}:{variant}", seconds)
     return BuildResult(app.name, variant, binary, seconds, binary.stat().st_size, False, cpu_seconds)

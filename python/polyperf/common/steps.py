@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["CACHE", "announce", "describe", "last_seconds", "set_sink", "step"]
+__all__ = ["CACHE", "announce", "describe", "last_seconds", "record", "set_sink", "step"]
 
 # beside the project-built tools (git-ignored); the same place as paths.TOOLS_DIR, computed here without importing
 # polyperf, which noxfile.py cannot do before the install this module announces
@@ -60,7 +60,7 @@ def last_seconds(key: str, cache: Path = CACHE) -> float | None:
     return _load(cache).get(key)
 
 
-def _save(key: str, seconds: float, cache: Path) -> None:
+def record(key: str, seconds: float, cache: Path = CACHE) -> None:
     """Records the step's time (temp file + rename: concurrent runs never leave half a file). Best effort: a
     read-only checkout only loses the estimate."""
     try:
@@ -77,18 +77,21 @@ def _save(key: str, seconds: float, cache: Path) -> None:
             os.unlink(tmp)
 
 
-def describe(what: str, key: str, expected: str | None = None, cache: Path = CACHE) -> str:
-    """`polyperf: building X (last time 95 s) …`; without a last time, the expectation given (e.g. "about 4 min
-    on 2 cores"), else none."""
-    last = last_seconds(key, cache)
+def describe(
+    what: str, key: str, expected: str | None = None, *, last: float | None = None, cache: Path = CACHE
+) -> str:
+    """`polyperf: building X (last time 95 s) …`: the time of step `key` in the cache, else `last` (a time kept
+    elsewhere, such as a build stamp), else the expectation given (e.g. "about 4 min on 2 cores"), else none."""
+    cached = last_seconds(key, cache)
+    last = cached if cached is not None else last
     when = f"last time {_duration(last)}" if last is not None else expected
     return f"polyperf: {what}" + (f" ({when})" if when else "") + " …"
 
 
 @contextlib.contextmanager
-def step(what: str, key: str, expected: str | None = None, cache: Path = CACHE) -> Iterator[None]:
+def step(what: str, key: str, expected: str | None = None, *, cache: Path = CACHE) -> Iterator[None]:
     """Announces a long step, then records how long it took when it succeeds."""
-    announce(describe(what, key, expected, cache))
+    announce(describe(what, key, expected, cache=cache))
     started = time.monotonic()
     yield
-    _save(key, time.monotonic() - started, cache)
+    record(key, time.monotonic() - started, cache)

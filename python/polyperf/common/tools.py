@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from polyperf.common.paths import TOOLS_DIR
+from polyperf.common.steps import step
 from polyperf.errors import ToolchainMissing
 
-__all__ = ["cargo_install", "require_tool"]
+__all__ = ["FIRST_BUILD", "cargo_install", "require_tool"]
 
 _INSTALL_HINTS = {"cargo": "install Rust from https://rustup.rs", "go": "install Go from https://go.dev/dl"}
+# What a first build took on a shared 2-core VM, said before one starts (later runs say their own last time).
+FIRST_BUILD = {"oha": "about 10 min on 2 busy cores"}
 
 
 def require_tool(tool: str, hint: str | None = None) -> str:
@@ -60,5 +63,7 @@ def cargo_install(
         raise ToolchainMissing(f"{crate} {version} not installed in {root}")
     require_tool("cargo")
     cmd = ["cargo", "install", f"{crate}@{version}", "--locked", "--root", str(root)]
-    _install(cmd, root / f"{crate}-install.log", paths)
+    what = f"building {crate} {version} with cargo install into {root}"
+    with step(what, f"cargo install {crate}@{version}", FIRST_BUILD.get(crate)):
+        _install(cmd, root / f"{crate}-install.log", paths)
     return paths
