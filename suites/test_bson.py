@@ -85,12 +85,13 @@ def streams(documents) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def rounds(profile):
-    return profile.pick(smoke=3, quick=15, full=30)
+    # Six in smoke: the least at which a median has a 95% interval and a CI gate can see a regression.
+    return profile.pick(smoke=6, quick=15, full=30)
 
 
 @pytest.fixture(scope="module")
 def repeats(profile):
-    return profile.pick(smoke=3, quick=15, full=41)
+    return profile.pick(smoke=6, quick=15, full=41)
 
 
 def _params(dataset: str, documents: dict[str, int], data: bytes) -> dict:

@@ -39,7 +39,9 @@ def bench_size(profile):
 
 @pytest.fixture(scope="module")
 def rounds(profile):
-    return profile.pick(smoke=3, quick=7, full=15)
+    # Six rounds even in smoke: each round is an independent sample, and six is the least at which a median has a
+    # 95% interval and `polyperf compare` of two smoke runs can tell a regression (a U test needs 4 per side).
+    return profile.pick(smoke=6, quick=7, full=15)
 
 
 @pytest.fixture(scope="module")

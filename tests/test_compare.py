@@ -42,7 +42,15 @@ def _rows(run_id: str, case: str, metric: str, unit: str, values, *, params=None
     ]
 
 
-def _run(run_id: str, seed: int, *, slow_case: str | None = None, repeats: int = 10, syscalls: int = 65537):
+def _run(
+    run_id: str,
+    seed: int,
+    *,
+    slow_case: str | None = None,
+    repeats: int = 10,
+    syscalls: int = 65537,
+    client_bound: bool = False,
+):
     """Timings ~ lognormal around a per-case base, rps around 1000; `slow_case` is tripled (and its rps a third)."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -58,7 +66,7 @@ def _run(run_id: str, seed: int, *, slow_case: str | None = None, repeats: int =
         1000 * rng.lognormal(0, 0.02, repeats),
         driver="oha",
         params={"connections": 50},
-        client_bound=(run_id == "B"),
+        client_bound=client_bound,
     )
     return pd.DataFrame(rows)
 
@@ -88,7 +96,19 @@ def test_faster_is_improved_and_lower_rps_regresses():
     df = compare(a, slower)
     assert _label(df, "http", "rps") == "regressed"
     assert math.isclose(worst_regression(df), 0.5, rel_tol=0.05)  # throughput halved: 50% worse
-    assert df[df["metric"] == "rps"]["client_bound"].item()  # B's rows were client-bound
+
+
+@pytest.mark.parametrize("bound_side", ["A", "B"])
+def test_a_series_client_bound_on_either_side_is_marked_and_not_gated(bound_side):
+    a = _run("A", 1, client_bound=bound_side == "A")
+    b = _run("B", 2, client_bound=bound_side == "B")
+    b = b.assign(value=np.where(b["metric"] == "rps", b["value"] / 2, b["value"]))
+    df = compare(a, b)
+    row = df[df["metric"] == "rps"].iloc[0]
+    assert row["label"] == "regressed" and row["client_bound"]
+    assert (row["client_bound_a"], row["client_bound_b"]) == (bound_side == "A", bound_side == "B")
+    assert worst_regression(df) == 0.0
+    assert f"(client-bound in {bound_side}; not gated)" in to_markdown(df)
 
 
 def test_identical_runs_no_change():
@@ -128,11 +148,31 @@ def test_too_few_rule(n_a, n_b, too_few):
     assert too_few_samples(n_a, n_b) is too_few
 
 
-def test_deterministic_metric_differs():
+def test_one_syscall_more_is_a_regression_and_gated():
     df = compare(_run("A", 1), _run("B", 2, syscalls=65538))
-    assert _label(df, "parse_unbuffered", "read_syscalls") == "differs"
+    assert _label(df, "parse_unbuffered", "read_syscalls") == "regressed"
     assert _label(df, "parse_buffered", "read_syscalls") == "equal"
-    assert worst_regression(df) == 0.0  # a differing count is reported, not a timed regression
+    assert math.isclose(worst_regression(df), 1 / 65537)
+    fewer = compare(_run("A", 1), _run("B", 2, syscalls=257))
+    assert _label(fewer, "parse_unbuffered", "read_syscalls") == "improved"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "label"),
+    [
+        (12.0, 13.0, "regressed"),  # one allocation more per request
+        (12.0, 12.2, "equal"),  # within half a count
+        (100.0, 101.5, "equal"),  # within 2%
+        (100.0, 97.0, "improved"),
+        (0.0, 1.0, "regressed"),
+    ],
+)
+def test_counts_per_request_within_tolerance(a, b, label):
+    run_a = pd.DataFrame(_rows("A", "ceiling", "allocations_per_request", "count", [a, a * 1.001, a]))
+    run_b = pd.DataFrame(_rows("B", "ceiling", "allocations_per_request", "count", [b, b * 1.001, b]))
+    df = compare(run_a, run_b)
+    assert df["label"].item() == label
+    assert (worst_regression(df) > 0) is (label == "regressed")
 
 
 def test_identical_integers_are_deterministic_by_value():
@@ -169,12 +209,13 @@ def test_directions():
 
 
 def test_markdown_and_figure(tmp_path):
-    df = compare(_run("A", 1), _run("B", 2, slow_case="parse_buffered", syscalls=70000))
+    df = compare(_run("A", 1), _run("B", 2, slow_case="parse_buffered", syscalls=70000, client_bound=True))
     text = to_markdown(df)
+    assert "(client-bound in B; not gated)" in text
     lines = text.splitlines()
     assert lines[0].startswith("| series") and "| result" in lines[0]
     assert "**regressed**" in lines[2]  # regressions first
-    assert "**differs**" in text and "(client-bound)" in text
+    assert "**regressed**" in text
     assert "+" in lines[2] and "%" in lines[2]
     assert "no change" not in to_markdown(df, only_changes=True)
     path = compare_figure(df, tmp_path / "compare.png")

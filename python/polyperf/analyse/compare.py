@@ -1,8 +1,9 @@
 """`polyperf compare RUN_A RUN_B`: each series' median change from run A to run B, judged as benchstat does.
 
-Pure: two tidy tables in, one comparison table out (no I/O, no clocks; the bootstrap is seeded). A
-Mann-Whitney U test (two-sided) decides whether a change is real; samples too few to ever reach `alpha`
-say so; deterministic counts (syscalls, allocations, rows) are compared exactly. `to_markdown` and
+Pure: two tidy tables in, one comparison table out (no I/O, no clocks). A Mann-Whitney U test (two-sided) decides
+whether a change is real; samples too few to ever reach `alpha` say so; the change's interval is the Hodges-Lehmann
+ratio's (`stats`); deterministic counts (syscalls, allocations, rows) are compared exactly, counts per request
+within a stated tolerance; `verdict_changes` lists the claims whose verdict moved. `to_markdown` and
 `compare_figure` present the table; `worst_regression` backs `--fail-on-regression`.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from polyperf.analyse.claims import Claim, evaluate, load_claims
 from polyperf.analyse.stats import ratio
 from polyperf.common.units import format_value
 
@@ -32,6 +34,7 @@ __all__ = [
     "is_deterministic_name",
     "to_markdown",
     "too_few_samples",
+    "verdict_changes",
     "worst_regression",
 ]
 
@@ -56,9 +59,16 @@ DIRECTIONS: tuple[tuple[str, str, int], ...] = (
     ("*seconds*", "*", LOWER),
     ("cpu_*", "*", LOWER),
     ("*", "bytes", LOWER),
+    ("*syscalls*", "count", LOWER),
+    ("alloc*", "count", LOWER),
+    ("*_per_request*", "count", LOWER),
 )
 # Counts a run reproduces exactly; a difference is a behaviour change, not noise.
 DETERMINISTIC_NAMES = ("*syscalls*", "alloc*", "rows_*")
+# Counts per request (allocations or syscalls over a fixed number of requests) are near-exact: background work
+# spreads a fraction of a count over the requests. A change is real when it exceeds 2% or half a count, whichever
+# is larger, so one allocation more per request shows wherever a request makes fewer than 50.
+PER_REQUEST_TOLERANCE = (0.02, 0.5)
 # Presentation order: what needs a reader's eye first.
 LABELS = (
     "regressed",
@@ -84,6 +94,8 @@ COLUMNS = [
     "label",
     "better",
     "client_bound",
+    "client_bound_a",
+    "client_bound_b",
 ]
 
 
@@ -130,20 +142,42 @@ def _identical_integers(values: np.ndarray) -> bool:
 
 
 def _change(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """B/A - 1 of the medians, with a 95% bootstrap interval (NaN where A's values include zero)."""
+    """B/A - 1 of the medians, with the 95% interval of the Hodges-Lehmann ratio (NaN where a side has values <= 0
+    or too few for an interval)."""
     med_a, med_b = float(np.median(a)), float(np.median(b))
     if med_a == 0:
         return (0.0 if med_b == 0 else math.nan), math.nan, math.nan
-    if np.any(a == 0):
+    if np.any(a <= 0) or np.any(b <= 0):
         return med_b / med_a - 1, math.nan, math.nan
     summary = ratio(b, a)
-    return summary.median - 1, summary.low - 1, summary.high - 1
+    return med_b / med_a - 1, summary.low - 1, summary.high - 1
 
 
-def _label(a: np.ndarray, b: np.ndarray, metric: str, better: int, alpha: float) -> tuple[str, float]:
+def _count_label(a: np.ndarray, b: np.ndarray, metric: str, unit: str, better: int) -> str:
+    """Exact counts: equal or not; counts per request: equal within `PER_REQUEST_TOLERANCE`. A change with a known
+    better direction is improved or regressed (and so gated), else it differs."""
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    if is_per_request_count(metric, unit):
+        relative, absolute = PER_REQUEST_TOLERANCE
+        if abs(med_b - med_a) <= max(relative * abs(med_a), absolute):
+            return "equal"
+    elif set(a.tolist()) == set(b.tolist()):
+        return "equal"
+    shift = np.sign(med_b - med_a)
+    if better == UNKNOWN or shift == 0:
+        return "differs"
+    return "improved" if shift == better else "regressed"
+
+
+def is_per_request_count(metric: str, unit: str) -> bool:
+    return unit == "count" and "per_request" in metric
+
+
+def _label(a: np.ndarray, b: np.ndarray, metric: str, unit: str, better: int, alpha: float) -> tuple[str, float]:
     """(label, p-value) of one series present in both runs."""
-    if is_deterministic_name(metric) or (_identical_integers(a) and _identical_integers(b)):
-        return ("equal" if set(a.tolist()) == set(b.tolist()) else "differs"), math.nan
+    exact = is_deterministic_name(metric) or (_identical_integers(a) and _identical_integers(b))
+    if exact or is_per_request_count(metric, unit):
+        return _count_label(a, b, metric, unit, better), math.nan
     if too_few_samples(a.size, b.size, alpha):
         return "too few samples", math.nan
     if np.all(a == a[0]) and np.array_equal(np.unique(a), np.unique(b)):
@@ -157,7 +191,7 @@ def _label(a: np.ndarray, b: np.ndarray, metric: str, better: int, alpha: float)
     return ("improved" if shift == better else "regressed"), p_value
 
 
-def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: bool, alpha: float) -> dict[str, Any]:
+def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: tuple[bool, bool], alpha: float) -> dict[str, Any]:
     metric, unit = key[KEY.index("metric")], key[KEY.index("unit")]
     better = direction(metric, unit)
     row: dict[str, Any] = dict(zip(KEY, key, strict=True))
@@ -171,7 +205,9 @@ def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: bool, alpha: float) ->
         change_high=math.nan,
         p_value=math.nan,
         better={HIGHER: "higher", LOWER: "lower"}.get(better, ""),
-        client_bound=bound,
+        client_bound=bound[0] or bound[1],
+        client_bound_a=bound[0],
+        client_bound_b=bound[1],
     )
     if a.size == 0 or b.size == 0:
         row["label"] = "only in B" if a.size == 0 else "only in A"
@@ -179,27 +215,31 @@ def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: bool, alpha: float) ->
         return row
     row.update(median_a=float(np.median(a)), median_b=float(np.median(b)))
     row["change"], row["change_low"], row["change_high"] = _change(a, b)
-    row["label"], row["p_value"] = _label(a, b, metric, better, alpha)
-    if row["label"] in ("equal", "differs"):
+    row["label"], row["p_value"] = _label(a, b, metric, unit, better, alpha)
+    if math.isnan(row["p_value"]) and row["label"] != "too few samples":
         row["change_low"] = row["change_high"] = math.nan  # exact counts: no sampling error to bound
     return row
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     """One row per series (`KEY`) of either run: medians, change = median(B)/median(A) - 1 with its 95%
-    bootstrap interval, the U test's p-value and a label from `LABELS`. `client_bound` is true when any row of
-    the series in either run was limited by the load generator (then it says little about the server)."""
+    Hodges-Lehmann interval, the U test's p-value and a label from `LABELS`. `client_bound_a` / `_b` say whether a row
+    of the series was limited by the load generator in that run, and `client_bound` whether in either: such a series
+    says little about the server, and is never gated."""
     tidy_a, tidy_b = _tidy(a), _tidy(b)
     values_a = {k: g["value"].to_numpy(dtype=float) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
     values_b = {k: g["value"].to_numpy(dtype=float) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
-    bound = {
-        k: bool(g["client_bound"].any())
-        for frame in (tidy_a, tidy_b)
-        for k, g in frame.groupby(KEY, sort=False, dropna=False)
-    }
+    bound_a = {k: bool(g["client_bound"].any()) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
+    bound_b = {k: bool(g["client_bound"].any()) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
     empty = np.empty(0)
     rows = [
-        _row(key, values_a.get(key, empty), values_b.get(key, empty), bound[key], alpha)
+        _row(
+            key,
+            values_a.get(key, empty),
+            values_b.get(key, empty),
+            (bound_a.get(key, False), bound_b.get(key, False)),
+            alpha,
+        )
         for key in sorted({*values_a, *values_b}, key=lambda k: tuple(map(str, k)))
     ]
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -212,13 +252,14 @@ def _run_id(frame: pd.DataFrame) -> str:
 
 
 def worst_regression(df: pd.DataFrame) -> float:
-    """The largest change in the worse direction among rows labelled "regressed", as a fraction (0.25 = 25%
-    worse; a throughput that fell from 100 to 75 counts 0.25); 0.0 when nothing regressed."""
-    regressed = df[df["label"] == "regressed"]
+    """The largest change in the worse direction among rows labelled "regressed" and not client-bound in either run,
+    as a fraction (0.25 = 25% worse; a throughput that fell from 100 to 75 counts 0.25); 0.0 when nothing regressed.
+    A count that rose from zero counts as infinitely worse."""
+    regressed = df[(df["label"] == "regressed") & ~df["client_bound"].astype(bool)]
     if regressed.empty:
         return 0.0
     sign = regressed["better"].map({"lower": 1.0, "higher": -1.0})
-    return float(max(0.0, (regressed["change"] * sign).max()))
+    return float(max(0.0, (regressed["change"].fillna(math.inf) * sign).max()))
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -265,7 +306,12 @@ def to_markdown(df: pd.DataFrame, *, only_changes: bool = False) -> str:
             "result": [f"**{label}**" if label in ("regressed", "differs") else label for label in shown["label"]],
         }
     )
-    table["result"] += np.where(shown["client_bound"], " (client-bound)", "")
+    table["result"] += [
+        " (client-bound in " + " and ".join(side for side, bound in (("A", a), ("B", b)) if bound) + "; not gated)"
+        if a or b
+        else ""
+        for a, b in zip(shown["client_bound_a"], shown["client_bound_b"], strict=True)
+    ]
     if (table["params"] == "").all():
         table = table.drop(columns="params")
     return table.to_markdown(index=False)
@@ -320,3 +366,26 @@ def compare_figure(df: pd.DataFrame, path: Path, *, max_rows: int = 60) -> Path:
     path = Path(path)
     fig.savefig(path, dpi=120)
     return path
+
+
+def verdict_changes(a: pd.DataFrame, b: pd.DataFrame, claims: list[Claim] | None = None) -> pd.DataFrame:
+    """The registry entries whose verdict differs between runs A and B (only suites present in either run)."""
+    entries = claims if claims is not None else load_claims()
+    suites = set(a.get("suite", pd.Series(dtype=object))) | set(b.get("suite", pd.Series(dtype=object)))
+    entries = [c for c in entries if c.suite in suites]
+    rows = []
+    for va, vb in zip(evaluate(a, entries), evaluate(b, entries), strict=True):
+        if va.verdict != vb.verdict:
+            rows.append(
+                {
+                    "claim": va.claim.id,
+                    "kind": va.claim.kind,
+                    "verdict_a": va.verdict,
+                    "verdict_b": vb.verdict,
+                    "measured_a": va.measured.median if va.measured else math.nan,
+                    "measured_b": vb.measured.median if vb.measured else math.nan,
+                    "reason_b": vb.reason,
+                }
+            )
+    columns = ["claim", "kind", "verdict_a", "verdict_b", "measured_a", "measured_b", "reason_b"]
+    return pd.DataFrame(rows, columns=columns)

@@ -73,11 +73,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from polyperf.analyse.compare import compare, compare_figure, to_markdown, worst_regression
+    from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes, worst_regression
     from polyperf.record import load_run, resolve_run
 
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
-    table = compare(load_run(run_a), load_run(run_b), alpha=args.alpha)
+    frame_a, frame_b = load_run(run_a), load_run(run_b)
+    table = compare(frame_a, frame_b, alpha=args.alpha)
     print(
         f"polyperf compare: A = {run_a.name}, B = {run_b.name} (change = B/A - 1, 95% interval; "
         f"Mann-Whitney U at alpha {args.alpha})\n"
@@ -88,6 +89,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(f"\nfigure: {figure}")
     if args.markdown:
         Path(args.markdown).write_text(to_markdown(table, only_changes=args.only_changes), encoding="utf-8")
+    moved = verdict_changes(frame_a, frame_b)
+    print(f"\nverdicts that changed: {len(moved)}")
+    for row in moved.itertuples():
+        print(f"  {row.claim} ({row.kind}): {row.verdict_a} -> {row.verdict_b}; B: {row.reason_b}")
     worst = worst_regression(table)
     if args.fail_on_regression is not None and worst * 100 > args.fail_on_regression:
         print(
@@ -173,9 +178,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="did B get faster or slower than A? per series, with intervals and a significance test",
         description="Compares two runs series by series (suite, case, implementation, variant, driver, metric, "
-        "params): the change of the median with a 95%% bootstrap interval, a Mann-Whitney U test as benchstat "
-        "does it (alpha 0.05; 'too few samples' when no verdict is possible), labelled improved / regressed / "
-        "no change; exact counts (syscalls, allocations, rows) compared exactly. Writes a figure.",
+        "params): the change of the median with the 95%% interval of the Hodges-Lehmann ratio, a Mann-Whitney U test "
+        "as benchstat does it (alpha 0.05; 'too few samples' when no verdict is possible), labelled improved / "
+        "regressed / no change; exact counts (syscalls, allocations, rows) compared exactly, counts per request "
+        "within 2%% or half a count; a series client-bound in either run is marked and never gated. Then the "
+        "claims whose verdict changed. Writes a figure.",
     )
     p.add_argument("run_a", metavar="RUN_A", help="the baseline run directory (or an output dir: its latest)")
     p.add_argument("run_b", metavar="RUN_B", help="the run to judge")
