@@ -23,6 +23,7 @@ def load_env(fleet, record, load_options, run_dir):
         client_cpus=load_options.client_cpus,
         log_dir=run_dir / "logs",
         flamegraph_dir=run_dir / "flamegraphs" if load_options.flamegraph else None,
+        seed=load_options.seed,
     )
     if load_options.auto_quota and fleet.budgets:
         env.params["cpu_quota_auto"] = env.calibrate_cpu_quota()

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -20,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from polyperf.common.cpus import split_cpus
 from polyperf.common import steps
 from polyperf.common.atomic import write_text_atomic
+from polyperf.common.cpus import split_cpus
 from polyperf.common.profiles import PROFILES, Profile, get_profile
 from polyperf.record.env import write_env
 from polyperf.record.recorder import Recorder
@@ -90,6 +91,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("POLYPERF_FLAMEGRAPH") == "1",
         help="also record a perf flamegraph (SVG) of each server during an extra ceiling run",
     )
+    group.addoption(
+        "--seed",
+        type=int,
+        default=int(os.environ["POLYPERF_SEED"]) if os.environ.get("POLYPERF_SEED") else None,
+        help="seed of the random order of servers and generators in each repeat (default: drawn; env.json has it)",
+    )
 
 
 def suite_of(nodeid_or_path: str) -> str:
@@ -104,6 +111,7 @@ _OWNS_RUN = pytest.StashKey[bool]()
 _SIGNAL = pytest.StashKey[str]()
 _ORDER = pytest.StashKey[list[str]]()
 _DURATIONS = pytest.StashKey[dict[str, float]]()
+_WRITTEN = pytest.StashKey[set[int]]()  # pytest-benchmark results whose rows are already in the table
 _CONFIG: dict[str, pytest.Config] = {}  # hooks without a config argument find it here
 
 
@@ -111,7 +119,10 @@ _CONFIG: dict[str, pytest.Config] = {}  # hooks without a config argument find i
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.collectonly or hasattr(config, "workerinput"):
         return
-_WRITTEN = pytest.StashKey[set[int]]()  # pytest-benchmark results whose rows are already in the table
+    try:  # overlapping CPU sets are refused before anything starts
+        split_cpus(config.getoption("--server-cpus"), config.getoption("--client-cpus"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     given = config.getoption("--polyperf-run-dir")
     profile = get_profile(config.getoption("--polyperf-profile"))
     if given:
@@ -125,22 +136,11 @@ _WRITTEN = pytest.StashKey[set[int]]()  # pytest-benchmark results whose rows ar
     config.stash[_OWNS_RUN] = not given
     _CONFIG["config"] = config
     _stop_on_signals(config)
+    steps.set_sink(_live_line(config))
     # pytest-benchmark writes its raw JSON where the run lives, unless the user chose a file.
     if config.pluginmanager.hasplugin("benchmark") and not config.getoption("benchmark_json", None):
         config.option.benchmark_json = str(run_dir / "benchmark.json")
 
-
-def _stop_on_signals(config: pytest.Config) -> None:
-    """SIGTERM and SIGHUP (a CI time-out, a closed terminal, `polyperf run` passing them on or dying) stop
-    the session the way Ctrl-C does: fixtures tear their servers down and the rows are finalized."""
-
-    def interrupt(signum: int, _frame: object) -> None:
-        name = signal.Signals(signum).name
-    steps.set_sink(_live_line(config))
-        if _SIGNAL not in config.stash:  # recorded at once: the teardown that follows may itself be cut short
-            config.stash[_SIGNAL] = name
-            _mark_interrupted(config.stash[_RUN_DIR], name)
-        raise KeyboardInterrupt
 
 def _mark_interrupted(run_dir: Path, name: str) -> None:
     """`interrupted` in env.json; a failure goes to the run's log, never in the way of the orderly stop (the
@@ -151,21 +151,21 @@ def _mark_interrupted(run_dir: Path, name: str) -> None:
         log_line(run_dir, f"env.json: could not record the {name} that stopped the run: {exc}")
 
 
+def _stop_on_signals(config: pytest.Config) -> None:
+    """SIGTERM and SIGHUP (a CI time-out, a closed terminal, `polyperf run` passing them on or dying) stop
+    the session the way Ctrl-C does: fixtures tear their servers down and the rows are finalized."""
+
+    def interrupt(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        if _SIGNAL not in config.stash:  # recorded at once: the teardown that follows may itself be cut short
+            config.stash[_SIGNAL] = name
+            _mark_interrupted(config.stash[_RUN_DIR], name)
+        raise KeyboardInterrupt
+
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, interrupt)
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    config.stash[_ORDER] = [item.nodeid for item in items]
-
-
-def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
-    """`progress.json`: the test under way and those still to come, for `polyperf run`'s status line."""
-    config = _CONFIG.get("config")
-    if config is None or _RUN_DIR not in config.stash:
-        return
-    order = config.stash.get(_ORDER, [nodeid])
-    index = order.index(nodeid) if nodeid in order else 0
 def _live_line(config: pytest.Config) -> Callable[[str], None]:
     """Where long steps (builds, tool installs) announce themselves during a session: past pytest's capture, as
     its live logging does, so the line shows while the step runs."""
@@ -183,6 +183,17 @@ def _live_line(config: pytest.Config) -> Callable[[str], None]:
     return write
 
 
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[_ORDER] = [item.nodeid for item in items]
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    """`progress.json`: the test under way and those still to come, for `polyperf run`'s status line."""
+    config = _CONFIG.get("config")
+    if config is None or _RUN_DIR not in config.stash:
+        return
+    order = config.stash.get(_ORDER, [nodeid])
+    index = order.index(nodeid) if nodeid in order else 0
     state = {"nodeid": nodeid, "index": index, "total": len(order), "pending": order[index:]}
     write_text_atomic(config.stash[_RUN_DIR] / "progress.json", json.dumps(state))
 
@@ -244,6 +255,7 @@ class LoadOptions:
     auto_quota: bool = False
     quota_period_s: float = 0.010
     quota_refused: bool = False  # `--server-cpu-quota none`: never a budget, not even a suite's default
+    seed: int | None = None  # of the random orders (`LoadEnv.interleave`); recorded in env.json
 
     def budget_by_default(self) -> LoadOptions:
         """For suites whose claims compare servers: `auto` when no budget was asked for (nor refused), the
@@ -294,7 +306,10 @@ def load_options(pytestconfig: pytest.Config) -> LoadOptions:
     period = pytestconfig.getoption("--cpu-quota-period-ms") / 1e3
     refused = pytestconfig.getoption("--server-cpu-quota") == "none"
     flamegraph = bool(pytestconfig.getoption("--flamegraph"))
-    return LoadOptions(server_cpus, client_cpus, flamegraph, quota, auto, period, refused)
+    given = pytestconfig.getoption("--seed")
+    seed = secrets.randbelow(2**32) if given is None else given
+    write_env(pytestconfig.stash[_RUN_DIR], seed=seed)
+    return LoadOptions(server_cpus, client_cpus, flamegraph, quota, auto, period, refused, seed)
 
 
 def describe_benchmark(
@@ -379,8 +394,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run_dir = config.stash.get(_RUN_DIR, None)
     if run_dir is None:
         return
+    steps.set_sink(None)
     finalize_run(run_dir)
     if config.stash[_OWNS_RUN]:
         point_latest(run_dir)
         print(f"\npolyperf: results in {run_dir} (render with `polyperf report {run_dir}`)")
-    steps.set_sink(None)
