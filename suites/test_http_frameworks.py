@@ -23,6 +23,7 @@ import pytest
 
 from polyperf.errors import ToolchainMissing
 from polyperf.load import ensure_wrk
+from polyperf.record.count_runs import CountPlan
 from polyperf.record.env import add_note
 from polyperf.serve.fleet import Fleet, Target
 
@@ -183,3 +184,17 @@ def test_driver_ceiling(env, plan, ceilings, run_dir):
     finally:
         if budget:
             budget.set_fraction(full)
+
+
+# Counts per request: depth 1 (one request at a time) and pipelined batches of 16 in one write (oha and
+# bombardier never pipeline): gnet answers a batch with one write, hyper (axum) once per response.
+PIPELINED = ("gnet_devices", "axum_devices", "nethttp_devices")
+
+
+def test_counts(env):
+    """Syscalls and allocations per request of every target over 2,000 requests after 500 (a second, untimed
+    server each: the Rust apps' counting build, the Go runtime's counter), and pipelined where it decides."""
+    for _repeat, target in env.interleave(1):
+        assert env.count(target, case="counts"), env.problems
+        if target.name in PIPELINED:
+            assert env.count(target, case="counts_pipelined", plan=CountPlan(depth=16, trace=False)), env.problems

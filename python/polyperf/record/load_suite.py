@@ -18,8 +18,8 @@ import psutil
 from polyperf.common.cpus import cpu_label
 from polyperf.errors import PolyperfError, ServerFailed
 from polyperf.load import DRIVERS, Bounds, LoadFailed
-from polyperf.measure.sampler import Measurement, measure
 from polyperf.measure.count_parse import IoCounts
+from polyperf.measure.sampler import Measurement, measure
 from polyperf.record.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
 from polyperf.record.recorder import Recorder
 from polyperf.record.rows import measurement_rows

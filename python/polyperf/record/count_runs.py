@@ -1,0 +1,173 @@
+"""`LoadEnv.count`: syscalls and allocations per request of one target over a fixed number of requests after
+a warm-up, recorded as `count` rows beside the timed ones. The target runs a second time for it, never the
+timed server: the Rust apps as their `counting` build variant (a counting global allocator), the Go apps as
+the same binary with the runtime's counter turned on (`POLYPERF_ALLOC_COUNTER_PORT`, loopback only). Where
+perf or strace is installed, one more batch runs under it for every syscall by name; its time is kept only
+as the tracer's overhead. `measure.counts` does the counting; the timed window's syscalls are `load_suite`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from polyperf.build import build, get_app
+from polyperf.common.net import free_port
+from polyperf.errors import PolyperfError
+from polyperf.measure.count_parse import IoCounts, per_request, request_bytes
+from polyperf.measure.counts import (
+    ALLOC_COUNTER_ENV,
+    SyscallTrace,
+    drive,
+    io_counts,
+    read_alloc_counter,
+    syscall_tracer,
+)
+from polyperf.serve.server import Server
+
+if TYPE_CHECKING:
+    from polyperf.record.load_suite import LoadEnv
+    from polyperf.serve.fleet import Target
+
+__all__ = ["CountPlan", "count_target", "counting_spec", "io_rows", "maybe_io_counts", "window_io_rows"]
+
+Metric = tuple[str, float, str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CountPlan:
+    """What one count measures: `requests` after `warmup`, `depth` per write (1: one at a time; more:
+    pipelined), and the request itself."""
+
+    requests: int = 2_000
+    warmup: int = 500
+    depth: int = 1
+    method: str = "GET"
+    body: bytes = b""
+    trace: bool = True  # also every syscall by name, where perf or strace is installed
+
+
+def counting_spec(app_spec: str) -> tuple[str, str]:
+    """(app spec to start, allocation counter) for counting `app_spec`: a Rust app's `counting` variant (or
+    `counting-<variant>` where one matches the variant, e.g. mimalloc's), a Go app as it is."""
+    app, variant = get_app(app_spec)
+    if app.language == "go":
+        return app_spec, "go runtime Mallocs"
+    for name in (f"counting-{variant}", "counting"):
+        if name in app.variants:
+            return f"{app.name}:{name}", "counting allocator (alloc + alloc_zeroed + realloc)"
+    raise PolyperfError(f"{app.name} has no counting build variant (variants: {', '.join(app.variants)})")
+
+
+def io_rows(delta: IoCounts, requests: int) -> list[Metric]:
+    """Read- and write-family syscalls per request (/proc/PID/io), and their sum."""
+    source = {"source": "proc_io"}
+    return [
+        ("syscalls_per_request", per_request(delta.total, requests), "count", {**source, "family": "read+write"}),
+        ("read_syscalls_per_request", per_request(delta.reads, requests), "count", source),
+        ("write_syscalls_per_request", per_request(delta.writes, requests), "count", source),
+    ]
+
+
+def maybe_io_counts(pid: int) -> IoCounts | None:
+    """/proc/PID/io of the tree, or None where it cannot be read (the timed run goes on without it)."""
+    try:
+        return io_counts(pid)
+    except PolyperfError:
+        return None
+
+
+def window_io_rows(io: list[IoCounts | None], requests: int) -> list[Metric]:
+    """The timed window's syscalls per request, from the counts at the driver's start and end."""
+    if len(io) != 2 or io[0] is None or io[1] is None or requests <= 0:
+        return []
+    return io_rows(io[1] - io[0], requests)
+
+
+def _measure(
+    server: Server, path: str, plan: CountPlan, counter_port: int, trace_dir: Path
+) -> tuple[list[Metric], str]:
+    """The counts of one started server: allocations and /proc/PID/io over `plan.requests`, then (where a
+    tracer is installed) every syscall by name over as many more."""
+    request = request_bytes(plan.method, path, f"{server.host}:{server.port}", plan.body)
+    drive(server.host, server.port, request, plan.warmup, depth=plan.depth)
+    io_before, allocs_before = io_counts(server.pid), read_alloc_counter(counter_port)
+    seconds = drive(server.host, server.port, request, plan.requests, depth=plan.depth)
+    allocs_after, io_after = read_alloc_counter(counter_port), io_counts(server.pid)
+    server.check_alive()
+    rows = [
+        ("allocations_per_request", per_request(allocs_after - allocs_before, plan.requests), "count", {}),
+        *io_rows(io_after - io_before, plan.requests),
+    ]
+    tool = syscall_tracer() if plan.trace else None
+    if tool is None:
+        return rows, "not traced (neither perf nor strace installed)" if plan.trace else ""
+    with SyscallTrace(server.pid, trace_dir / f"syscalls-{server.app.name}-{server.port}.txt", tool=tool) as trace:
+        traced = drive(server.host, server.port, request, plan.requests, depth=plan.depth)
+    rows += [
+        ("syscalls_per_request_by_name", per_request(n, plan.requests), "count", {"syscall": name, "tracer": tool})
+        for name, n in sorted(trace.counts.items())
+    ]
+    # the tracer's cost on this client's batch (a Python client: the server's own slowdown is larger)
+    rows.append(
+        ("syscall_trace_overhead", traced / seconds if seconds > 0 else float("nan"), "ratio", {"tracer": tool})
+    )
+    return rows, ""
+
+
+def count_target(
+    env: LoadEnv,
+    target: Target,
+    plan: CountPlan,
+    *,
+    case: str,
+    repeat: int = 0,
+    params: Mapping[str, Any] | None = None,
+) -> bool:
+    """Counts `target` by `plan` and records the rows under `case`; False (with the reason in
+    `env.problems`) when the count could not be taken."""
+    fleet = env.fleet
+    counter_port = free_port()
+    try:
+        spec, counter = counting_spec(target.app)
+        build(spec, log_dir=env.log_dir)
+        server = Server(
+            spec,
+            log_dir=env.log_dir,
+            cpus=fleet.server_cpus,
+            workers=fleet.workers,
+            database_url=fleet.database_url,
+            args=target.args,
+            env={**fleet.env, ALLOC_COUNTER_ENV: str(counter_port)},
+        )
+        with server:
+            rows, note = _measure(server, target.path, plan, counter_port, env.log_dir)
+    except PolyperfError as exc:
+        env.problems.append(f"{case} {target.key}: {exc}")
+        return False
+    run_params = {
+        **env.params,
+        **target.params,
+        "path": target.path,
+        "method": plan.method,
+        "requests": plan.requests,
+        "warmup": plan.warmup,
+        "pipeline_depth": plan.depth,
+        "connections": 1,
+        "alloc_counter": counter,
+        "build": spec,
+        **({"trace_note": note} if note else {}),
+        **(params or {}),
+    }
+    env.record.many(
+        rows,
+        case=case,
+        implementation=target.name,
+        variant=target.variant,
+        driver="polyperf-counts",
+        repeat=repeat,
+        params=run_params,
+    )
+    return True
