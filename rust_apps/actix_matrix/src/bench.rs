@@ -6,7 +6,9 @@
 //! two cores), and with LTO it is a different optimisation unit than the server it stands for.
 //! Timing the served binary costs no build and cannot measure other code. Like criterion, each
 //! round runs the multiply as many times as fit in `--round-ms` (the count fixed by a warm-up) and
-//! reports its time per multiply; rounds are the independent samples.
+//! reports its time; rounds are the independent samples. Beside the wall time it reports the
+//! thread's time on a CPU: on a machine shared with other work the wall time includes every
+//! preemption, the CPU time does not.
 
 use std::hint::black_box;
 use std::io::{self, Write};
@@ -36,33 +38,75 @@ fn parse_size(text: &str) -> Result<NonZeroUsize, String> {
         .ok_or_else(|| format!("n must be between 1 and {}, not {text:?}", crate::MAX_N))
 }
 
-/// One round: `iterations` multiplies of the same two matrices took `seconds`.
+/// One round: `iterations` multiplies of the same two matrices took `seconds` of wall time, of
+/// which `cpu_seconds` on a CPU (None where the kernel does not say).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Round {
     pub n: usize,
     pub round: usize,
     pub iterations: u64,
     pub seconds: f64,
+    pub cpu_seconds: Option<f64>,
 }
 
 impl Round {
-    /// One JSON object per line: `{"n":..,"round":..,"iterations":..,"seconds":..}`.
+    /// One JSON object per line: `{"n":..,"round":..,"iterations":..,"seconds":..,"cpu_seconds":..}`.
     fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
+        let cpu = self
+            .cpu_seconds
+            .map_or_else(|| "null".to_owned(), |s| format!("{s:e}"));
         writeln!(
             out,
-            r#"{{"n":{},"round":{},"iterations":{},"seconds":{:e}}}"#,
+            r#"{{"n":{},"round":{},"iterations":{},"seconds":{:e},"cpu_seconds":{cpu}}}"#,
             self.n, self.round, self.iterations, self.seconds
         )
     }
 }
 
-fn time_multiplies(a: &Matrix, b: &Matrix, iterations: u64) -> Duration {
-    let started = Instant::now();
+/// This thread's time on a CPU so far (`CLOCK_THREAD_CPUTIME_ID`: exact to the nanosecond, unlike
+/// `/proc/thread-self/schedstat`, which the kernel brings up to date only at a tick or a switch).
+#[allow(unsafe_code, reason = "one libc call; std has no thread CPU clock")]
+fn on_cpu() -> Option<Duration> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec for the duration of the call.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut now) };
+    let secs = u64::try_from(now.tv_sec).ok()?;
+    let nanos = u32::try_from(now.tv_nsec).ok()?;
+    (status == 0).then(|| Duration::new(secs, nanos))
+}
+
+/// Wall time and time on a CPU of `iterations` multiplies.
+fn time_multiplies(a: &Matrix, b: &Matrix, iterations: u64) -> (Duration, Option<Duration>) {
+    let (started, cpu_before) = (Instant::now(), on_cpu());
     for _ in 0..iterations {
         // black_box: the product must be computed, and its inputs not assumed constant
         let _ = black_box(multiply(black_box(a), black_box(b)));
     }
-    started.elapsed()
+    let wall = started.elapsed();
+    let cpu = on_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    (wall, cpu)
+}
+
+/// How many multiplies fill `round`: doubled until a tenth of it is reached (cold caches and
+/// first-touch page faults fall in that warm-up), by CPU time where known, so a preemption
+/// during the warm-up does not shrink the rounds.
+fn calibrate(a: &Matrix, b: &Matrix, round: Duration) -> u64 {
+    let mut iterations = 1_u64;
+    loop {
+        let (wall, cpu) = time_multiplies(a, b, iterations);
+        let took = cpu.unwrap_or(wall);
+        if took >= round / 10 || iterations >= 1 << 30 {
+            let per_call = took.as_secs_f64() / iterations as f64;
+            // a float-to-int `as` saturates; at least one multiply per round
+            return ((round.as_secs_f64() / per_call.max(1e-9)) as u64).max(1);
+        }
+        iterations *= 2;
+    }
 }
 
 /// Times every size's rounds, writing each as a JSON line once measured.
@@ -74,17 +118,15 @@ pub fn run(args: &BenchArgs, out: &mut impl Write) -> io::Result<()> {
     for &n in &args.n {
         let mut rng = fastrand::Rng::with_seed(n.get() as u64);
         let (a, b) = (Matrix::random(n, &mut rng), Matrix::random(n, &mut rng));
-        let warm_up = time_multiplies(&a, &b, 2) / 2;
-        let fit = round.as_secs_f64() / warm_up.as_secs_f64().max(1e-9);
-        // a float-to-int `as` saturates; at least one multiply per round
-        let iterations = (fit as u64).max(1);
+        let iterations = calibrate(&a, &b, round);
         for index in 0..args.rounds.get() {
-            let elapsed = time_multiplies(&a, &b, iterations);
+            let (wall, cpu) = time_multiplies(&a, &b, iterations);
             Round {
                 n: n.get(),
                 round: index,
                 iterations,
-                seconds: elapsed.as_secs_f64(),
+                seconds: wall.as_secs_f64(),
+                cpu_seconds: cpu.map(|c| c.as_secs_f64()),
             }
             .write_json(out)?;
         }
@@ -118,6 +160,8 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
             assert!(value["iterations"].as_u64().unwrap() >= 1);
             assert!(value["seconds"].as_f64().unwrap() > 0.0);
+            let cpu = value["cpu_seconds"].as_f64().unwrap();
+            assert!(cpu > 0.0 && cpu <= value["seconds"].as_f64().unwrap() * 1.01);
         }
     }
 
