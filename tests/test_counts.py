@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pandas as pd
 import pytest
 
 from polyperf.build import build
@@ -29,6 +30,7 @@ from polyperf.measure.counts import (
     io_counts,
     read_alloc_counter,
 )
+from polyperf.report.count_figures import count_figures
 from polyperf.serve.server import Server
 
 SERVER_CPUS, _CLIENT_CPUS = split_cpus()
@@ -142,3 +144,30 @@ def test_perf_by_name_agrees_with_proc_io(go_server, tmp_path):
         proc_io = (io_counts(server.pid) - before).total
     by_name = read_write_family(trace.counts)
     assert by_name > 0 and abs(by_name - proc_io) <= 0.02 * proc_io, (trace.counts, proc_io)
+
+
+def _count_rows(suite: str) -> pd.DataFrame:
+    rows = []
+    for impl, allocs, depth, case in (
+        ("gnet_devices", 1.0, 1, "counts"),
+        ("axum_devices", 9.0, 16, "counts_pipelined"),
+    ):
+        common = dict(suite=suite, case=case, implementation=impl, variant="", driver="polyperf-counts", unit="count")
+        params = {"pipeline_depth": depth, "requests": 2000}
+        rows += [
+            dict(common, metric="allocations_per_request", value=allocs, params=params),
+            dict(common, metric="syscalls_per_request", value=2.0, params=params),
+            dict(
+                common, metric="syscalls_per_request_by_name", value=1.0, params={"syscall": "writev", "tracer": "perf"}
+            ),
+        ]
+    rows.append(dict(rows[1], case="ceiling", driver="oha", value=1.2))
+    rows.append(dict(rows[1], metric="syscall_trace_overhead", unit="ratio", value=1.4))
+    return pd.DataFrame(rows)
+
+
+def test_count_figures_show_counts_per_request_and_by_name():
+    figures = count_figures(_count_rows("http_frameworks"), "http_frameworks")
+    assert [f.name for f in figures] == ["counts_per_request", "syscalls_by_name"]
+    assert len(figures[0].figure.axes) == 3 and "2000 requests" in figures[0].caption
+    assert count_figures(_count_rows("http_frameworks"), "bson_server") == []

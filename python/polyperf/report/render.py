@@ -20,6 +20,7 @@ import pandas as pd
 
 from polyperf.analyse.claims import evaluate
 from polyperf.record.run_dir import load_env, load_run, resolve_run
+from polyperf.report.count_figures import count_figures
 from polyperf.report.default import default_figures, median_table
 from polyperf.report.figure import Figure
 from polyperf.report.flags import NOISE_SHARE, Flag, find_flags
@@ -60,7 +61,8 @@ def suite_figures(suite: str) -> Callable[[pd.DataFrame], list[Figure]] | None:
 
 def _figures(table: pd.DataFrame, suite: str) -> list[Figure]:
     make = suite_figures(suite)
-    return make(table) if make else default_figures(table, suite)
+    # counts per request (allocations, syscalls) sit beside a suite's own figures; default ones show them anyway
+    return [*make(table), *count_figures(table, suite)] if make else default_figures(table, suite)
 
 
 def _equal_intervals(frame: pd.DataFrame) -> pd.DataFrame:
