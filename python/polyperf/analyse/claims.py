@@ -31,7 +31,18 @@ import pandas as pd
 from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, summarize
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 
-__all__ = ["CLAIMS_FILE", "EXACT", "KINDS", "VERDICTS", "Claim", "Verdict", "evaluate", "load_claims", "verdict_table"]
+__all__ = [
+    "CLAIMS_FILE",
+    "EXACT",
+    "KINDS",
+    "VERDICTS",
+    "Claim",
+    "Verdict",
+    "evaluate",
+    "load_claims",
+    "per_repeat",
+    "verdict_table",
+]
 
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not measured")
@@ -183,8 +194,9 @@ def _select(frame: pd.DataFrame, spec: Mapping[str, Any]) -> tuple[pd.DataFrame,
     return rows, ""
 
 
-def _per_repeat(rows: pd.DataFrame) -> pd.Series:
-    """One value per independent repeat: the median of the samples a repeat holds."""
+def per_repeat(rows: pd.DataFrame) -> pd.Series:
+    """One value per independent repeat (the `repeat` column: a load run, a benchmark round): the median of the
+    samples a repeat holds, which are not independent of each other. Reports count n the same way."""
     return rows.groupby("repeat")["value"].median()
 
 
@@ -202,9 +214,13 @@ class _Measured:
     n_denominator: int | None = None
 
 
-def _missing_reason(frame: pd.DataFrame, claim: Claim, side: str, why: str) -> str:
+def _missing_reason(frame: pd.DataFrame, claim: Claim, side: str, why: str, spec: Mapping[str, Any]) -> str:
     if not (frame.get("suite", pd.Series(dtype=object)) == claim.suite).any():
         return f"suite {claim.suite} has no rows in this run"
+    if "client_bound" in spec:
+        unbound, _ = _select(frame, {k: v for k, v in spec.items() if k != "client_bound"})
+        if not unbound.empty:
+            return f"every {side}row ({len(unbound)}) was client-bound: left out, they measure the load generator"
     text = f"no {side}rows match {why} (suite {claim.suite} ran; a renamed case or a smaller profile?)"
     if claim.requires:
         text = f"needs {claim.requires}, which this run did not use ({text})"
@@ -216,15 +232,16 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
     if claim.measure == "value":
         rows, why = _select(frame, base)
         if rows.empty:
-            return _Measured(None, _missing_reason(frame, claim, "", why))
-        values = _per_repeat(rows)
+            return _Measured(None, _missing_reason(frame, claim, "", why, base))
+        values = per_repeat(rows)
         return _Measured(exact_range(values) if _is_exact(rows) else summarize(values.to_numpy()))
-    num, why_num = _select(frame, {**base, **(claim.numerator or {})})
-    den, why_den = _select(frame, {**base, **(claim.denominator or {})})
+    num_spec, den_spec = {**base, **(claim.numerator or {})}, {**base, **(claim.denominator or {})}
+    num, why_num = _select(frame, num_spec)
+    den, why_den = _select(frame, den_spec)
     if num.empty or den.empty:
-        side, why = ("numerator ", why_num) if num.empty else ("denominator ", why_den)
-        return _Measured(None, _missing_reason(frame, claim, side, why))
-    a, b = _per_repeat(num), _per_repeat(den)
+        side, why, spec = ("numerator ", why_num, num_spec) if num.empty else ("denominator ", why_den, den_spec)
+        return _Measured(None, _missing_reason(frame, claim, side, why, spec))
+    a, b = per_repeat(num), per_repeat(den)
     if claim.paired:
         joined = pd.concat({"num": a, "den": b}, axis=1, join="inner")
         if joined.empty:

@@ -358,7 +358,7 @@ def compare_figure(df: pd.DataFrame, path: Path, *, max_rows: int = 60) -> Path:
     )
     ax.set_yticks(range(len(shown)), labels, fontsize=8)
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("change of the median, B vs A (%), 95% bootstrap interval")
+    ax.set_xlabel("change of the median, B vs A (%), 95% Hodges-Lehmann interval")
     ax.set_title(f"{df.attrs.get('run_b', 'B')} vs {df.attrs.get('run_a', 'A')}", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     present = [label for label in _COLOURS if label in set(shown["label"])]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from polyperf.analyse.claims import per_repeat
 from polyperf.analyse.stats import summarize
 from polyperf.common.units import display_scale, format_value
 from polyperf.report.figure import Figure, grouped_bars, new_axes
@@ -26,7 +27,7 @@ def default_figures(table: pd.DataFrame, suite: str) -> list[Figure]:
         flags: set[tuple[str, object]] = set()
         for (impl, variant, driver), series in g.groupby(["implementation", "variant", "driver"], sort=True):
             key = (_label(impl, variant), driver or None)
-            data[key] = series["value"].tolist()
+            data[key] = per_repeat(series).tolist()
             if series["client_bound"].any():
                 flags.add(key)
         factor, label = display_scale(unit, g["value"])
@@ -39,8 +40,8 @@ def default_figures(table: pd.DataFrame, suite: str) -> list[Figure]:
             Figure(
                 name,
                 f"{case}: {metric}",
-                "Medians over repeats with 95% bootstrap intervals, by implementation and variant. "
-                "Params that differ within a bar are pooled: see the table.",
+                "Medians over repeats with distribution-free 95% intervals (none below 6 repeats), by "
+                "implementation and variant. Params that differ within a bar are pooled: see the table.",
                 fig,
             )
         )
@@ -49,19 +50,21 @@ def default_figures(table: pd.DataFrame, suite: str) -> list[Figure]:
 
 def median_table(table: pd.DataFrame, suite: str) -> pd.DataFrame:
     """One line per series of `suite` (case, implementation, variant, driver, metric), params pooled: median
-    and 95% interval in human units, and the number of values."""
+    and 95% interval in human units (none below 6 repeats), and n, the number of independent repeats."""
     rows = table[table["suite"] == suite]
     records = []
     keys = ["case", "implementation", "variant", "driver", "metric", "unit"]
     for key, g in rows.groupby(keys, sort=True):
-        s = summarize(g["value"].tolist())
+        s = summarize(per_repeat(g).to_numpy())
         rec = dict(zip(keys, key, strict=True))
         unit = rec.pop("unit")
         records.append(
             {
                 **rec,
                 "median": format_value(s.median, unit),
-                "95% interval": f"{format_value(s.low, unit)} – {format_value(s.high, unit)}",
+                "95% interval": f"{format_value(s.low, unit)} – {format_value(s.high, unit)}"
+                if s.has_interval
+                else "none at this n",
                 "n": s.n,
             }
         )

@@ -51,8 +51,8 @@ def grouped_bars(
     scale: float = 1.0,
     group_name: str = "",
 ) -> None:
-    """Median bars with 95% bootstrap intervals: one bar per (label, group), one colour per group; bars in
-    `flags` (e.g. client-bound) are hatched and labelled."""
+    """Median bars with distribution-free 95% intervals (no whisker below the n an interval needs): one bar per
+    (label, group), one colour per group; bars in `flags` (e.g. client-bound) are hatched and labelled."""
     labels = list(dict.fromkeys(label for label, _g in data))
     groups = sorted({g for _l, g in data}, key=_group_order)
     width = 0.8 / max(len(groups), 1)
@@ -69,7 +69,7 @@ def grouped_bars(
                 at,
                 s.median * scale,
                 width,
-                yerr=[[(s.median - s.low) * scale], [(s.high - s.median) * scale]],
+                yerr=[[(s.median - s.low) * scale], [(s.high - s.median) * scale]] if s.has_interval else None,
                 capsize=3,
                 color=COLORS[i % len(COLORS)],
                 hatch="//" if bound else None,

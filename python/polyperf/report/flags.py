@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from polyperf.analyse.claims import per_repeat
 from polyperf.analyse.stats import summarize
 from polyperf.common.units import format_value
 from polyperf.record.run_dir import JSONL, unreadable_lines, unreadable_note
@@ -131,11 +132,8 @@ def noisy(table: pd.DataFrame, share: float = NOISE_SHARE) -> list[Flag]:
     frame = table.assign(_params=table["params"].map(params_key))
     found = []
     for key, g in frame.groupby([*SERIES, "metric", "unit", "_params"], sort=True):
-        values = g["value"].tolist()
-        if len(values) < 2:
-            continue
-        s = summarize(values)
-        if not s.median or (width := (s.high - s.low) / abs(s.median)) <= share:
+        s = summarize(per_repeat(g).to_numpy())
+        if not s.has_interval or not s.median or (width := (s.high - s.low) / abs(s.median)) <= share:
             continue
         where = dict(zip([*SERIES, "metric", "unit", "_params"], key, strict=True))
         params = _params_text(g["params"].iloc[0])

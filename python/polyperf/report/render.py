@@ -38,8 +38,8 @@ from polyperf.report.view import (
 __all__ = ["suite_figures", "write_report"]
 
 NOTES = [
-    "Values are medians with 95% bootstrap confidence intervals; compare ratios measured in one run, "
-    "not absolute times across machines.",
+    "Values are medians of independent repeats with distribution-free 95% intervals (none below 6 repeats); "
+    "compare ratios measured in one run, not absolute times across machines.",
     "Syscall counts are exact per call (deltas of /proc/thread-self/io inside the Rust function).",
 ]
 

@@ -58,7 +58,7 @@ def _time_per_path(table: pd.DataFrame) -> Figure | None:
     return Figure(
         "bson_time_per_path",
         "Time per deserialization path",
-        "pytest-benchmark rounds of `deserialize_reply` (bson 2.x); error bars are 95% bootstrap "
+        "pytest-benchmark rounds of `deserialize_reply` (bson 2.x); error bars are distribution-free 95% "
         "intervals of the median.",
         fig,
     )

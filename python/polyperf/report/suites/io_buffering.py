@@ -28,7 +28,7 @@ def _time_per_mode(table: pd.DataFrame) -> Figure | None:
     return Figure(
         "io_time_per_mode",
         "Time per read mode",
-        "pytest-benchmark rounds; error bars are 95% bootstrap intervals of the median.",
+        "pytest-benchmark rounds; error bars are order-statistic 95% intervals of the median (none below 6 rounds).",
         fig,
     )
 
