@@ -9,7 +9,9 @@ beside them: spawn_many, yield_many, ping_pong and chained_spawn, as Tokio defin
 
 No load generator runs beside a microbenchmark, so it may use every CPU of the run (recorded in params).
 The three are interleaved round by round (new, old, Go, new, old, Go …), so drift of a shared machine
-hits all of them alike. Each criterion sample (time per iteration) is a row; so is each Go result line.
+hits all of them alike. Each criterion sample (time per iteration) is a row, with the round as its repeat; so
+is each Go result line. Verdicts and reports count rounds, not samples: samples of one round are not
+independent.
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ RUN_TIMEOUT = 600
 @pytest.fixture(scope="module")
 def plan(profile):
     return {
-        "rounds": profile.pick(smoke=1, quick=2, full=5),
+        # The rounds are the independent repeats (criterion's samples inside one round share its machine state
+        # and are summarised to one value per round); old vs new is an unpaired ratio, whose 95% interval needs
+        # 4 rounds a side: quick spends its time on rounds rather than on longer criterion windows.
+        "rounds": profile.pick(smoke=1, quick=4, full=8),
         "criterion": profile.pick(
             smoke=["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"],
-            quick=["--warm-up-time", "0.3", "--measurement-time", "1", "--sample-size", "10"],
+            quick=["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"],
             full=["--warm-up-time", "3", "--measurement-time", "10", "--sample-size", "50"],
         ),
         "go_benchtime": profile.pick(smoke="100ms", quick="300ms", full="2s"),
