@@ -16,9 +16,10 @@ import pytest
 
 from polyperf.build import APPS
 from polyperf.build import variant_proof as vp
+from polyperf.build.registry import MATRIX_LADDER
 
 APP = APPS["actix_matrix"]
-VARIANTS = tuple(APP.variants)
+VARIANTS = MATRIX_LADDER
 NEEDS_OBJDUMP = pytest.mark.skipif(shutil.which("objdump") is None, reason="binutils' objdump not installed")
 
 

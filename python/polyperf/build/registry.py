@@ -11,7 +11,7 @@ from pathlib import Path
 
 from polyperf.common.paths import GO_APPS, RUST_APPS
 
-__all__ = ["APPS", "App", "BuildSpec", "get_app", "parse_app_spec"]
+__all__ = ["APPS", "MATRIX_LADDER", "App", "BuildSpec", "get_app", "parse_app_spec"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,8 @@ _MATRIX_VARIANTS = {
         ),
     ]
 }
+# actix_matrix's build-settings variants in ladder order (the app may have others, e.g. for counting only)
+MATRIX_LADDER = tuple(_MATRIX_VARIANTS)
 
 APPS: dict[str, App] = {
     app.name: app
