@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from polyperf.record.count_runs import CountPlan
 from polyperf.serve.fleet import Fleet, Target
 
 PATHS = ("clone", "document", "raw")
@@ -102,3 +103,10 @@ def test_locust(env, plan):
             spawn_rate=users * 10,
             params={"processes": max(1, len(env.client_cpus))},
         )
+
+
+def test_counts(env):
+    """Allocations and syscalls per request of each path over 2,000 requests after 500 (its counting build, an
+    untimed second server): the article's explanation — the clone allocates — as a count."""
+    for _repeat, target in env.interleave(1):
+        assert env.count(target, case="counts", plan=CountPlan(trace=False)), env.problems

@@ -21,6 +21,7 @@ rows found == POSTs acknowledged (ids one by one where the client kept them), el
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -32,6 +33,7 @@ import pytest
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import pin_tree, postmaster_pid
 from polyperf.measure.rows_check import parse_request_lines, table_name
+from polyperf.record.count_runs import CountPlan
 from polyperf.record.db_runs import Database, PostRuns
 from polyperf.record.env import add_note
 from polyperf.record.load_suite import LoadEnv
@@ -359,3 +361,15 @@ def test_rows_total(env, runs):
             params={k: v for k, v in env.params.items() if k.startswith(("db", "database", "pg"))},
         )
         assert check.ok, f"{app}: {check.describe()}"
+
+
+def test_counts(env, plan, targets):
+    """Allocations and syscalls per acknowledged POST (insert included) of each app at the first pool size, over
+    2,000 POSTs after 500, one at a time: an untimed second server of each app (its counting build, the Go
+    runtime's counter) writing into a table of its own, so the rows checks above stay exact."""
+    body = json.dumps(OHA_BODY).encode()
+    for target in (t for t in targets if t.params["pool_size"] == plan["pools"][0]):
+        args = list(target.args)
+        args[args.index("--table") + 1] = _table(target)[:59] + "_cnt"
+        counted = dataclasses.replace(target, args=tuple(args))
+        assert env.count(counted, case="counts", plan=CountPlan(method="POST", body=body, trace=False)), env.problems
