@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MIN_SECONDS", "Request", "Second", "per_second", "read_oha_requests", "spike_ratio"]
+__all__ = ["MIN_SECONDS", "Request", "Second", "per_second", "percentile", "read_oha_requests", "spike_ratio"]
 
 MIN_SECONDS = 3  # a spike needs a worst second and a typical one: fewer whole seconds give no ratio
 
@@ -30,25 +30,28 @@ class Request:
 class Second:
     second: int  # whole seconds since the run began, by when the requests were due
     requests: int
-    p50: float  # s, nearest rank: a latency some request really had
+    p50: float  # s, oha's percentile rule (see `percentile`)
     p99: float
 
 
 def read_oha_requests(path: Path) -> list[Request]:
-    """oha's per-request sqlite (table `oha`): with `--latency-correction` a request's start is when it was
-    due, and its latency counts from then (coordinated omission corrected), as in oha's own summary."""
+    """oha's per-request sqlite (table `oha`; oha keeps the requests that got an answer): with
+    `--latency-correction` a request's start is when it was due, and its latency (oha's `duration`) counts
+    from then (coordinated omission corrected), as in oha's own summary."""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)) as conn:
             rows = conn.execute(
-                "SELECT coalesce(start_latency_correction, start), end, status FROM oha ORDER BY 1"
+                "SELECT coalesce(start_latency_correction, start), duration, status FROM oha ORDER BY 1"
             ).fetchall()
     except sqlite3.Error as exc:
         raise ValueError(f"{path}: not oha's per-request output ({exc})") from None
-    return [Request(float(start), float(end) - float(start), int(status)) for start, end, status in rows]
+    return [Request(float(start), float(duration), int(status)) for start, duration, status in rows]
 
 
-def _rank(ordered: Sequence[float], p: float) -> float:
-    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+def percentile(ordered: Sequence[float], p: float) -> float:
+    """oha's rule, so that over a whole run these equal its summary's: the value at index floor(p * n) of
+    the sorted latencies (a latency some request really had)."""
+    return ordered[min(len(ordered) - 1, math.floor(p * len(ordered)))]
 
 
 def per_second(requests: Sequence[Request]) -> list[Second]:
@@ -61,7 +64,7 @@ def per_second(requests: Sequence[Request]) -> list[Second]:
         return []
     typical = statistics.median(len(v) for v in bins.values())
     return [
-        Second(second, len(values), _rank(ordered, 0.50), _rank(ordered, 0.99))
+        Second(second, len(values), percentile(ordered, 0.50), percentile(ordered, 0.99))
         for second, values in sorted(bins.items())
         if len(values) >= typical / 2
         for ordered in [sorted(values)]
