@@ -124,7 +124,11 @@ def _published(v: Verdict) -> str:
         return claim_value(c.published, c.unit, digits=6)
     if c.kind == "check" and c.center is not None:
         return f"expected {claim_value(c.center, c.unit, digits=6)}"
-    return "direction only" if c.direction_only else "–"
+    if c.rule["kind"] in ("less_than", "greater_than"):
+        side = "<" if c.rule["kind"] == "less_than" else ">"
+        bound = f"{side} {claim_value(float(c.rule['threshold']), c.unit, digits=6)}"
+        return f"direction only: {bound}" if c.kind == "claim" else f"expected {bound}"
+    return "–"
 
 
 def _noise(v: Verdict) -> str:
