@@ -24,7 +24,7 @@ import pytest
 from polyperf.build import build
 from polyperf.load import LoadFailed, TargetNotLoopback, latency_hdr, require_target
 from polyperf.load.common import PERCENTILES
-from polyperf.load.distributed import combine_oha, split_evenly
+from polyperf.load.distributed import combine_oha, oha_bound, split_evenly
 from polyperf.load.locust_driver import parse_hostport
 
 POLYPERF = [sys.executable, "-m", "polyperf"]
@@ -277,6 +277,14 @@ def test_hostport_and_split():
     assert parse_hostport("10.0.0.1") == ("10.0.0.1", 5557)
     assert parse_hostport("[::1]:7") == ("::1", 7)
     assert split_evenly(10, 3) == 4 and split_evenly(1, 4) == 1
+
+
+def test_oha_bound_lets_oha_end_by_itself_where_a_sigint_would_lose_its_requests():
+    assert oha_bound(500, 3.0, None) == ["-n", "500"]  # closed: SIGINT at the duration, requests kept
+    paced = ["-q", "100", "--latency-correction"]
+    assert oha_bound(200, 3.0, 100.0) == ["-z", "2s", *paced]  # the budget ends it at 2 s
+    assert oha_bound(300, 3.0, 100.0) == ["-z", "3s", *paced]  # the duration ends it
+    assert oha_bound(1000, 2.5, 100.0) == ["-z", "2.5s", *paced]
 
 
 def _report(worker: str, received: float, lag: float, total: float, latencies: np.ndarray) -> dict:

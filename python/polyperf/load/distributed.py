@@ -34,12 +34,22 @@ from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, On
 from polyperf.load.locust_driver import CHILD, STARTUP_ALLOWANCE, connect_host, parse_hostport
 from polyperf.load.native_driver import oha_counts, oha_latency
 
-__all__ = ["combine_oha", "run_oha_workers", "split_evenly"]
+__all__ = ["combine_oha", "oha_bound", "run_oha_workers", "split_evenly"]
 
 
 def split_evenly(total: float, parts: int) -> int:
     """Each of `parts` workers' share of a total (rounded up, at least 1) (pure)."""
     return max(1, math.ceil(total / parts))
+
+
+def oha_bound(budget: int, duration: float, rate: float | None) -> list[str]:
+    """A worker's oha arguments for its bound (pure). Closed model: `-n` the request budget, and the worker
+    sends SIGINT at the duration (oha then stops orderly and still writes every request). At a fixed rate
+    oha exits on SIGINT without writing them, so there it ends by itself: `-z` the duration, or the time
+    the budget takes at that rate if shorter, and the worker never interrupts it."""
+    if not rate:
+        return ["-n", str(budget)]
+    return ["-z", f"{min(duration, budget / rate):g}s", "-q", f"{rate:g}", "--latency-correction"]
 
 
 def run_oha_workers(
@@ -68,6 +78,7 @@ def run_oha_workers(
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     bind_host, bind_port = parse_hostport(master_bind or "127.0.0.1", 0)
+    budget = split_evenly(bounds.max_requests, workers)
     tag = f"oha-master-{time.time_ns()}"
     out = log_dir / f"{tag}.json"
     cfg: dict[str, Any] = {
@@ -86,9 +97,9 @@ def run_oha_workers(
             "url": url,
             "duration": bounds.duration,
             "grace": bounds.grace,
-            "budget": split_evenly(bounds.max_requests, workers),
+            "bound": oha_bound(budget, bounds.duration, rate / workers if rate else None),
+            "interrupt": not rate,
             "connections": split_evenly(connections, workers),
-            "rate": rate / workers if rate else None,
         },
     }
     cfg_path = log_dir / f"{tag}.config.json"

@@ -98,19 +98,10 @@ def _die_with_parent() -> None:  # runs in oha between fork and exec
     ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
-def _oha_bound(job: dict[str, Any]) -> list[str]:
-    """oha's own bound. Closed model: `-n` the request budget; a SIGINT at the duration ends it orderly
-    (it still writes every request). At a fixed rate oha exits on SIGINT without writing them, so it must
-    end by itself: `-n` when the budget comes first at that rate, else `-z` the duration."""
-    rate = job.get("rate")
-    if rate and job["budget"] >= rate * job["duration"]:
-        return ["-z", f"{job['duration']:g}s", "-q", f"{rate:g}", "--latency-correction"]
-    return ["-n", str(job["budget"]), *(["-q", f"{rate:g}", "--latency-correction"] if rate else [])]
-
-
 def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    """One bounded oha run on this worker's CPUs (`_oha_bound`; SIGINT at the duration, killed after the
-    grace); returns oha's summary and an HDR histogram of every latency (`latency_hdr`), or an error."""
+    """One bounded oha run on this worker's CPUs (oha's own bound as the master chose it, `job["bound"]`,
+    and a SIGINT at the duration if `job["interrupt"]`; killed after the grace); returns oha's summary and
+    an HDR histogram of every latency it wrote (`latency_hdr`), or an error."""
     error = refusal(job["url"], cfg.get("allow_remote", False))
     if error or not cfg.get("oha"):
         return {"error": error or "no oha on this worker's host (polyperf worker --oha PATH)"}
@@ -118,7 +109,7 @@ def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     out = log_dir / f"oha-{time.time_ns()}.json"
     requests_db = out.with_suffix(".sqlite")
     threads = len(os.sched_getaffinity(0))
-    cmd = [cfg["oha"], *_oha_bound(job), "-c", str(job["connections"]), "--no-tui", "--db-url", str(requests_db)]
+    cmd = [cfg["oha"], *job["bound"], "-c", str(job["connections"]), "--no-tui", "--db-url", str(requests_db)]
     cmd += ["--output-format", "json", "-o", str(out), "--worker-threads", str(threads), "-t", "10s"]
     with out.with_suffix(".log").open("ab") as log:
         proc = subprocess.Popen(
@@ -132,7 +123,7 @@ def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     try:
         while proc.poll() is None:
             elapsed = time.monotonic() - started
-            if not interrupted and elapsed >= job["duration"]:
+            if job["interrupt"] and not interrupted and elapsed >= job["duration"]:
                 proc.send_signal(signal.SIGINT)
                 interrupted = True
             if elapsed > job["duration"] + job["grace"]:
