@@ -38,15 +38,18 @@ Metric = tuple[str, float, str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class CountPlan:
-    """What one count measures: `requests` after `warmup`, `depth` per write (1: one at a time; more:
-    pipelined), and the request itself."""
+    """What one count measures: `requests` after `warmup` (one at a time on one keep-alive connection), the
+    request itself, then the same again per `pipelined` depth (that many requests per write, recorded under
+    `<case>_pipelined`), and where perf or strace is installed (`trace`) every syscall by name over one more
+    batch of `trace_requests`."""
 
     requests: int = 2_000
     warmup: int = 500
-    depth: int = 1
     method: str = "GET"
     body: bytes = b""
-    trace: bool = True  # also every syscall by name, where perf or strace is installed
+    pipelined: tuple[int, ...] = ()
+    trace: bool = True
+    trace_requests: int = 1_000
 
 
 def counting_spec(app_spec: str) -> tuple[str, str]:
@@ -86,35 +89,51 @@ def window_io_rows(io: list[IoCounts | None], requests: int) -> list[Metric]:
     return io_rows(io[1] - io[0], requests)
 
 
-def _measure(
-    server: Server, path: str, plan: CountPlan, counter_port: int, trace_dir: Path
-) -> tuple[list[Metric], str]:
-    """The counts of one started server: allocations and /proc/PID/io over `plan.requests`, then (where a
-    tracer is installed) every syscall by name over as many more."""
-    request = request_bytes(plan.method, path, f"{server.host}:{server.port}", plan.body)
-    drive(server.host, server.port, request, plan.warmup, depth=plan.depth)
+def _batch(server: Server, request: bytes, plan: CountPlan, counter_port: int, depth: int) -> tuple[list, float]:
+    """Allocations and /proc/PID/io per request over `plan.requests` after `plan.warmup`, `depth` per write."""
+    drive(server.host, server.port, request, plan.warmup, depth=depth)
     io_before, allocs_before = io_counts(server.pid), read_alloc_counter(counter_port)
-    seconds = drive(server.host, server.port, request, plan.requests, depth=plan.depth)
+    seconds = drive(server.host, server.port, request, plan.requests, depth=depth)
     allocs_after, io_after = read_alloc_counter(counter_port), io_counts(server.pid)
     server.check_alive()
-    rows = [
-        ("allocations_per_request", per_request(allocs_after - allocs_before, plan.requests), "count", {}),
-        *io_rows(io_after - io_before, plan.requests),
-    ]
+    allocations = per_request(allocs_after - allocs_before, plan.requests)
+    depth_param = {"pipeline_depth": depth}
+    rows = [("allocations_per_request", allocations, "count", depth_param)]
+    rows += [(m, v, u, {**extra, **depth_param}) for m, v, u, extra in io_rows(io_after - io_before, plan.requests)]
+    return rows, seconds
+
+
+def _by_name(server: Server, request: bytes, plan: CountPlan, seconds: float, out: Path) -> tuple[list, str]:
+    """Every syscall by name over `plan.trace_requests` more, and the tracer's overhead; a note without one."""
     tool = syscall_tracer() if plan.trace else None
     if tool is None:
-        return rows, "not traced (neither perf nor strace installed)" if plan.trace else ""
-    with SyscallTrace(server.pid, trace_dir / f"syscalls-{server.app.name}-{server.port}.txt", tool=tool) as trace:
-        traced = drive(server.host, server.port, request, plan.requests, depth=plan.depth)
-    rows += [
-        ("syscalls_per_request_by_name", per_request(n, plan.requests), "count", {"syscall": name, "tracer": tool})
-        for name, n in sorted(trace.counts.items())
+        return [], "not traced (neither perf nor strace installed)" if plan.trace else ""
+    with SyscallTrace(server.pid, out, tool=tool) as trace:
+        traced = drive(server.host, server.port, request, plan.trace_requests)
+    n = plan.trace_requests
+    rows = [
+        ("syscalls_per_request_by_name", per_request(calls, n), "count", {"syscall": name, "tracer": tool})
+        for name, calls in sorted(trace.counts.items())
     ]
-    # the tracer's cost on this client's batch (a Python client: the server's own slowdown is larger)
+    # the tracer's cost on the same batch, untraced vs traced (a Python client: the server's own slowdown is larger)
+    untraced = seconds * n / plan.requests
     rows.append(
-        ("syscall_trace_overhead", traced / seconds if seconds > 0 else float("nan"), "ratio", {"tracer": tool})
+        ("syscall_trace_overhead", traced / untraced if untraced > 0 else float("nan"), "ratio", {"tracer": tool})
     )
     return rows, ""
+
+
+def _measure(
+    server: Server, path: str, plan: CountPlan, counter_port: int, trace_dir: Path
+) -> tuple[dict[str, list[Metric]], str]:
+    """The counts of one started server, by case suffix ("" one at a time, "_pipelined")."""
+    request = request_bytes(plan.method, path, f"{server.host}:{server.port}", plan.body)
+    rows, seconds = _batch(server, request, plan, counter_port, 1)
+    traced, note = _by_name(server, request, plan, seconds, trace_dir / f"syscalls-{server.app.name}-{server.port}.txt")
+    out = {"": rows + [(m, v, u, {**x, "pipeline_depth": 1}) for m, v, u, x in traced]}
+    for depth in plan.pipelined:
+        out["_pipelined"] = out.get("_pipelined", []) + _batch(server, request, plan, counter_port, depth)[0]
+    return out, note
 
 
 def count_target(
@@ -143,7 +162,7 @@ def count_target(
             env={**fleet.env, ALLOC_COUNTER_ENV: str(counter_port)},
         )
         with server:
-            rows, note = _measure(server, target.path, plan, counter_port, env.log_dir)
+            by_case, note = _measure(server, target.path, plan, counter_port, env.log_dir)
     except PolyperfError as exc:
         env.problems.append(f"{case} {target.key}: {exc}")
         return False
@@ -154,20 +173,20 @@ def count_target(
         "method": plan.method,
         "requests": plan.requests,
         "warmup": plan.warmup,
-        "pipeline_depth": plan.depth,
         "connections": 1,
         "alloc_counter": counter,
         "build": spec,
         **({"trace_note": note} if note else {}),
         **(params or {}),
     }
-    env.record.many(
-        rows,
-        case=case,
-        implementation=target.name,
-        variant=target.variant,
-        driver="polyperf-counts",
-        repeat=repeat,
-        params=run_params,
-    )
+    for suffix, rows in by_case.items():
+        env.record.many(
+            rows,
+            case=case + suffix,
+            implementation=target.name,
+            variant=target.variant,
+            driver="polyperf-counts",
+            repeat=repeat,
+            params=run_params,
+        )
     return True
