@@ -26,11 +26,11 @@ def plan(profile):
     return {
         "documents": profile.pick(smoke=[100], quick=[100], full=[10, 100, 1000]),
         "repeats": profile.pick(smoke=1, quick=6, full=8),
-        "fixed_repeats": profile.pick(smoke=1, quick=2, full=8),
+        "fixed_repeats": profile.pick(smoke=1, quick=1, full=8),
         "connections": 64,
         "ceiling_s": profile.pick(smoke=1.0, quick=1.0, full=5.0),
         "fixed_s": profile.pick(smoke=1.0, quick=1.0, full=8.0),
-        "locust_s": profile.pick(smoke=1.5, quick=2.0, full=8.0),
+        "locust_s": profile.pick(smoke=1.0, quick=1.0, full=8.0),
         "locust_users": 32,
     }
 
@@ -52,7 +52,7 @@ def fleet(load_options, run_dir, plan):
 @pytest.fixture(scope="module")
 def ceilings(load_env):
     """Calibration, also the warm-up: each path's oha ceiling over a short unrecorded run."""
-    return load_env.calibrate(duration=1.0)
+    return load_env.calibrate(duration=0.5)
 
 
 def test_verified(fleet, plan):

@@ -235,7 +235,7 @@ class LoadEnv:
         ]
         return rows, quota_use >= QUOTA_BOUND
 
-    def calibrate_cpu_quota(self, *, duration: float = 1.0, steps: int = 3) -> float:
+    def calibrate_cpu_quota(self, *, duration: float = 0.5, steps: int = 3) -> float:
         """`--server-cpu-quota auto`: the largest budget, the same for every server, at which one client run
         is no longer the limit. Estimate from an unthrottled probe of each server (client capacity / server
         requests per CPU-second, with a 30% margin), then confirm with a short run each, lowering by a
