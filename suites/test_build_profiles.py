@@ -23,6 +23,7 @@ from polyperf.build.variant_proof import variant_facts
 from polyperf.errors import PolyperfError
 from polyperf.load.drill_driver import ensure_drill, run_drill, to_load_result
 from polyperf.measure.sampler import measure
+from polyperf.record.count_runs import CountPlan
 from polyperf.record.env import add_note
 from polyperf.record.rows import build_rows, measurement_rows
 from polyperf.serve.fleet import Fleet, Target
@@ -146,3 +147,13 @@ def test_article_shape_drill(env, plan, fleet, run_dir):
             client_bound=m.client_bound,
             params={**env.params, **target.params, "connections": concurrency, "requests": drill_requests},
         )
+
+
+def test_counts(env):
+    """Allocations per request with the system allocator and with mimalloc, each under the counting allocator
+    (`counting`, `counting-native-mimalloc`; never timed): mimalloc makes allocations cheaper, not fewer.
+    300 requests after 50 (each multiplies N = 120 matrices, ~ms): the counts do not depend on how many."""
+    plan = CountPlan(requests=300, warmup=50, method="POST", body=body(MAIN_N).encode(), trace=False)
+    for target in (t for t in TARGETS if t.variant in ("native", "native-mimalloc")):
+        if target.key in env.fleet.servers:
+            assert env.count(target, case="counts", plan=plan), env.problems

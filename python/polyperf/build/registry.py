@@ -151,7 +151,17 @@ APPS: dict[str, App] = {
             "rust",
             "actix-web naive N×N matrix multiplication (build-settings matrix)",
             "matrix",
-            _MATRIX_VARIANTS,
+            {
+                **_MATRIX_VARIANTS,
+                "counting": _counting("actix_matrix"),
+                # mimalloc under the counter (release profile: allocations do not depend on LTO or target-cpu)
+                "counting-native-mimalloc": BuildSpec(
+                    "release",
+                    features=("count-allocs", "mimalloc"),
+                    description="release + mimalloc under the counting allocator (allocations per request only)",
+                    binary_name="actix_matrix_counting_mimalloc",
+                ),
+            },
             endpoints=("GET /healthz", "POST /matrix-multiplication"),
         ),
         App(
