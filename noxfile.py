@@ -165,12 +165,13 @@ def lint(session: nox.Session) -> None:
 
 def _stage_mutants(session: nox.Session) -> Path:
     """A copy of the project in mutmut 3's layout: it imports mutated code only from ./, src/ or source/,
-    so python/polyperf (with the extension the install just built) becomes src/polyperf."""
+    so python/polyperf (with the extension the install just built) becomes src/polyperf. mutants/ stays:
+    mutmut re-tests only what changed since the last run (copies keep their mtimes)."""
     stage = Path(session.create_tmp()) / "mutants-stage"
-    shutil.rmtree(stage, ignore_errors=True)  # results of an older tree would be stale
     skip = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".hypothesis")
-    shutil.copytree(ROOT / "python" / "polyperf", stage / "src" / "polyperf", ignore=skip)
-    shutil.copytree(ROOT / "tests", stage / "tests", ignore=skip)
+    for source, copy in ((ROOT / "python" / "polyperf", stage / "src" / "polyperf"), (ROOT / "tests", stage / "tests")):
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(source, copy, ignore=skip)
     shutil.copy2(ROOT / "pyproject.toml", stage / "pyproject.toml")
     return stage
 
@@ -178,7 +179,7 @@ def _stage_mutants(session: nox.Session) -> Path:
 @nox.session
 def mutants(session: nox.Session) -> None:
     """Mutation testing (mutmut) of analyse/ and record/ against their fast unit tests; the last line is
-    `mutants: N% killed (K of M)` (a timeout counts as killed; a mutant no test reaches counts as survived)."""
+    `mutants: N% killed (K of M)` (a timeout counts as killed; a mutant no test reaches, as survived)."""
     import json
 
     _install(session, "[test]")
@@ -187,9 +188,15 @@ def mutants(session: nox.Session) -> None:
     with session.chdir(stage):
         # exit code 0 whatever survives: the share below is the result
         session.run("mutmut", "run", "--max-children", "2", *session.posargs)
-        session.run("mutmut", "export-cicd-stats", silent=True)
-    stats = json.loads((stage / "mutants" / "mutmut-cicd-stats.json").read_text())
-    killed, total = stats["killed"] + stats["timeout"], stats["total"]
-    session.log(f"survived {stats['survived']}, no tests {stats['no_tests']}, timeout {stats['timeout']}")
-    share = 100.0 * killed / total if total else 0.0
-    print(f"mutants: {share:.0f}% killed ({killed} of {total})")
+    by_file = {}
+    for meta in sorted((stage / "mutants" / "src").rglob("*.py.meta")):
+        if not (stage / meta.relative_to(stage / "mutants")).with_suffix("").exists():
+            continue  # a file deleted since an earlier run
+        codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
+        if codes:  # mutmut's exit codes: 1 and 3 killed, 36 and the SIGXCPU family timed out
+            killed = sum(code in (1, 3, 36, 24, -24, 152, 255) for code in codes)
+            by_file[str(meta.relative_to(stage / "mutants" / "src"))[: -len(".meta")]] = (killed, len(codes))
+    for name, (killed, total) in by_file.items():
+        session.log(f"{name}: {100 * killed / total:.0f}% killed ({killed} of {total})")
+    killed, total = sum(k for k, _ in by_file.values()), sum(t for _, t in by_file.values())
+    print(f"mutants: {100 * killed / total if total else 0:.0f}% killed ({killed} of {total})")
