@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from polyperf.common.cpus import CpuSplitError, split_cpus
+import polyperf
+from polyperf.common.cpus import CpuSplitError, cpu_label, split_cpus
 from polyperf.load.native_driver import _WRK_SCRIPT, driver_window
 from polyperf.record.load_suite import LoadEnv
 from polyperf.serve import cpu_budget
@@ -293,3 +294,39 @@ def test_a_later_run_removes_what_a_killed_one_left(tmp_path):
     finally:
         if left.exists():
             left.rmdir()
+
+
+# -- a real run ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_smoke_run_counts_server_cpu_in_cgroups_and_records_seed_and_slots(tmp_path):
+    out = tmp_path / "reports"
+    args = ["http_frameworks", "--profile", "smoke", "--seed", "11", "--server-cpu-quota", "none", "--no-report"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "polyperf",
+            "run",
+            *args,
+            "--out",
+            str(out),
+            "--pytest-args",
+            "-k",
+            "verified or ceiling",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    run_dir = next(out.glob("runs/*"))
+    rows = polyperf.load_run(run_dir)
+    assert polyperf.load_env(run_dir)["seed"] == 11
+    ceiling = [p for case, p in zip(rows["case"], rows["params"], strict=True) if case == "ceiling"]
+    assert ceiling and {p["cpu_source"] for p in ceiling} == {"cgroup" if _UNSUPPORTED is None else "proc"}
+    server, client = split_cpus()
+    assert {(p["server_affinity"], p["client_affinity"]) for p in ceiling} == {(cpu_label(server), cpu_label(client))}
+    assert {p["slot"] for p in ceiling} == set(range(5)), "five servers, five slots"
