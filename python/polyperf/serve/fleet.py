@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from types import TracebackType
 from typing import Any
 
 from polyperf.build import build, get_app
+from polyperf.common import steps
 from polyperf.errors import PolyperfError
 from polyperf.serve.cpu_account import CpuAccount, account_support, remove_stale
 from polyperf.serve.cpu_budget import CpuBudget, threads_for_budget
@@ -81,7 +81,6 @@ class Fleet:
         self.accounts: dict[str, CpuAccount] = {}  # exact CPU per server (a cgroup of its own), where writable
         self.cpu_source = "proc"  # "cgroup" once start() found cgroups writable
         self.affinity: dict[str, list[int]] = {}  # each server's CPU affinity as it was after start
-        self.notes: list[str] = []
         self.failed: dict[str, str] = {}
 
     def start(self) -> Fleet:
@@ -118,19 +117,14 @@ class Fleet:
         """Clears what a killed earlier run left, and decides where server CPU comes from (said once)."""
         stale = remove_stale()
         if stale:
-            print(
+            steps.announce(
                 f"polyperf: removed {len(stale)} cgroup(s) left by an earlier run that was killed: "
-                + ", ".join(map(str, stale)),
-                file=sys.stderr,
+                + ", ".join(map(str, stale))
             )
         why = account_support()
         self.cpu_source = "cgroup" if why is None else "proc"
         if why is not None:
-            print(
-                f"polyperf: server CPU is sampled from /proc (10 ms ticks), not counted by a cgroup: {why}",
-                file=sys.stderr,
-            )
-            self.notes.append(f"server CPU from /proc samples: {why}")
+            steps.announce(f"polyperf: server CPU is sampled from /proc (10 ms ticks), not counted by a cgroup: {why}")
 
     def _cgroups(self, key: str, server: Server) -> None:
         """The server's own cgroups: a budget (one per server, so throttling is counted per server; a high
@@ -170,13 +164,13 @@ class Fleet:
     def _stop_one(self, key: str) -> None:
         """Stops one server and removes its cgroups, all of it even if a step fails; raises the first error."""
         server, account, budget = self.servers.pop(key, None), self.accounts.pop(key, None), self.budgets.pop(key, None)
-        steps = [
+        parts = [
             server.stop if server else None,
             account.remove if account else None,
             budget.remove if budget else None,
         ]
         errors: list[BaseException] = []
-        for step in steps:
+        for step in parts:
             try:
                 if step is not None:
                     step()
