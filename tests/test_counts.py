@@ -30,6 +30,7 @@ from polyperf.measure.counts import (
     io_counts,
     read_alloc_counter,
 )
+from polyperf.record.count_runs import counting_spec, window_io_rows
 from polyperf.report.count_figures import count_figures
 from polyperf.serve.server import Server
 
@@ -171,3 +172,21 @@ def test_count_figures_show_counts_per_request_and_by_name():
     assert [f.name for f in figures] == ["counts_per_request", "syscalls_by_name"]
     assert len(figures[0].figure.axes) == 3 and "2000 requests" in figures[0].caption
     assert count_figures(_count_rows("http_frameworks"), "bson_server") == []
+
+
+def test_window_rows_need_both_ends_and_requests():
+    rows = window_io_rows([IoCounts(10, 20), IoCounts(2010, 1020)], 1000)
+    assert {m: v for m, v, _u, _p in rows} == {
+        "syscalls_per_request": 3.0,
+        "read_syscalls_per_request": 2.0,
+        "write_syscalls_per_request": 1.0,
+    }
+    assert window_io_rows([IoCounts(0, 0), None], 1000) == []
+    assert window_io_rows([IoCounts(0, 0), IoCounts(5, 5)], 0) == []
+
+
+def test_counting_spec_picks_the_counting_build():
+    assert counting_spec("hyper_hello")[0] == "hyper_hello:counting"
+    assert counting_spec("actix_matrix:native-mimalloc")[0] == "actix_matrix:counting-native-mimalloc"
+    assert counting_spec("actix_matrix:native")[0] == "actix_matrix:counting"
+    assert counting_spec("gnet_devices") == ("gnet_devices", "go runtime Mallocs")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.patches import Patch
 
 from polyperf.report.figure import COLORS, Figure, grouped_bars
 
@@ -43,10 +44,13 @@ def _per_request(table: pd.DataFrame) -> Figure | None:
         return None
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), layout="constrained", squeeze=False)
     for ax, (title, frame, group) in zip(axes[0], panels, strict=True):
-        grouped_bars(ax, _by(frame, group))
+        data = _by(frame, group)
+        grouped_bars(ax, data)
         ax.set_title(title)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
+        # grouped_bars names a colour at the first label only; here a group may be missing there
+        groups = sorted({str(g) for _label, g in data})
+        ax.legend(handles=[Patch(color=COLORS[i % len(COLORS)], label=g) for i, g in enumerate(groups)], fontsize=8)
     requests = sorted({p.get("requests") for p in counts["params"] if p.get("requests")})
     return Figure(
         "counts_per_request",
