@@ -27,11 +27,14 @@ from polyperf.serve.cpu_budget import ThrottleStats
 from polyperf.serve.drain import Quiet, wait_quiet
 from polyperf.serve.fleet import Fleet, Target
 
-__all__ = ["MAX_REQUESTS", "LoadEnv"]
+__all__ = ["MAX_REQUESTS", "PER_RUN_PARAMS", "LoadEnv"]
 
 MAX_REQUESTS = 50_000_000  # the safety bound of every run; durations are what end them
 QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run to measure the server
 T = TypeVar("T")
+# params that differ from one repeat of a series to the next (its place in the random order, a drain that ran
+# out of time): they describe a run, not the series, so comparisons key series without them
+PER_RUN_PARAMS = ("slot", "drain_timed_out", "drain_open_connections", "drain_busy")
 
 
 def _proc_cpu(pid: int) -> Callable[[], float]:
@@ -84,6 +87,8 @@ class LoadEnv:
         self.problems: list[str] = []
         # more process trees measured with every run, by name (e.g. {"db": PostgreSQL's postmaster pid})
         self.extra_pids: dict[str, int] = {}
+        # exact CPU-seconds counters of some of them, read at the driver's edges (e.g. {"db": a cgroup's usage})
+        self.extra_cpu: dict[str, Callable[[], float]] = {}
 
     def interleave(self, repeats: int, targets: Sequence[Target] | None = None) -> Iterator[tuple[int, Target]]:
         """(repeat, target), every target once per repeat in an order drawn anew each repeat from the seeded
@@ -166,6 +171,7 @@ class LoadEnv:
                 alive=server.check_alive,
                 extra=self.extra_pids,
                 server_cpu=self.fleet.server_cpu(target.key),
+                extra_cpu=self.extra_cpu,
             )
         except ServerFailed as exc:
             self.fleet.drop(target.key, str(exc))
