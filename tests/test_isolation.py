@@ -4,6 +4,7 @@ each window, cgroup accounting and clean-up on every exit path, and one window r
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -330,3 +331,52 @@ def test_smoke_run_counts_server_cpu_in_cgroups_and_records_seed_and_slots(tmp_p
     server, client = split_cpus()
     assert {(p["server_affinity"], p["client_affinity"]) for p in ceiling} == {(cpu_label(server), cpu_label(client))}
     assert {p["slot"] for p in ceiling} == set(range(5)), "five servers, five slots"
+
+
+def _cgroups_of(pid: int) -> list[Path]:
+    found = []
+    for entry in parse_mounts(Path("/proc/self/mounts").read_text()):
+        try:
+            found += [p for p in entry.mountpoint.iterdir() if p.name.startswith("polyperf-")]
+        except OSError:
+            continue
+    return [p for p in found if p.name.rsplit("-", 2)[-2] == str(pid)]
+
+
+def _suite_under_load(tmp_path: Path) -> subprocess.Popen:
+    """pytest running bson_server (smoke) directly, returned once its first ceiling row is written."""
+    cmd = [sys.executable, "-m", "pytest", "suites/test_bson_server.py", "--polyperf-profile=smoke", "-q"]
+    proc = subprocess.Popen(
+        [*cmd, f"--polyperf-out={tmp_path}"],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 240
+    while not any('"case": "ceiling"' in p.read_text() for p in tmp_path.glob("runs/*/results.jsonl")):
+        assert proc.poll() is None and time.monotonic() < deadline, "no ceiling row"
+        time.sleep(0.1)
+    return proc
+
+
+@live
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_cgroups_are_removed_on_a_stop_or_by_the_next_run(tmp_path, how):
+    proc = _suite_under_load(tmp_path)
+    try:
+        assert len(_cgroups_of(proc.pid)) >= 3, "each server has its cgroup while it is loaded"
+        proc.send_signal(getattr(signal, how))
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if how == "SIGTERM":
+        assert _cgroups_of(proc.pid) == [], "an orderly stop removes every cgroup"
+        return
+    time.sleep(1.0)  # the servers die of their parent-death signal
+    left = _cgroups_of(proc.pid)
+    assert left, "a killed run cannot remove its cgroups"
+    assert set(left) <= set(remove_stale()) and _cgroups_of(proc.pid) == []
