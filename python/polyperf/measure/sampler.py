@@ -302,6 +302,7 @@ def measure(
     interval: float = 0.05,
     extra: Mapping[str, int] | None = None,
     server_cpu: Callable[[], float] | None = None,
+    extra_cpu: Mapping[str, Callable[[], float]] | None = None,
 ) -> Measurement:
     """Runs `run(on_spawn)` (a driver call) while sampling; the server must still be alive afterwards.
 
@@ -309,11 +310,16 @@ def measure(
     `extra` = {name: pid}: more process trees measured over the same window (`Measurement.extra`).
     `server_cpu`: the server's exact CPU-seconds counter (its cgroup's), read right before the driver starts
     and right after it exits; the server was drained before, so the difference is this run's CPU.
+    `extra_cpu` = {name: counter}: the same for `extra` trees that have an exact counter (e.g. a database in
+    a cgroup of its own); their `cpu_seconds` then come from it.
     """
+    counters = dict(extra_cpu or {})
     with Sampler(server_pid, cpus=client_cpus, interval=interval, extra=extra) as sampler:
+        extra_before = {name: read() for name, read in counters.items()}
         before = server_cpu() if server_cpu is not None else None
         result = run(sampler.add_client)
         after = server_cpu() if server_cpu is not None else None
+        extra_after = {name: read() for name, read in counters.items()}
     if alive is not None:
         alive()
     server = window_usage(sampler.server_samples, result.started_at, result.ended_at)
@@ -324,6 +330,8 @@ def measure(
         name: window_usage(samples, result.started_at, result.ended_at)
         for name, samples in sampler.extra_samples.items()
     }
+    for name in set(others) & set(counters):
+        others[name] = dataclasses.replace(others[name], cpu_seconds=max(0.0, extra_after[name] - extra_before[name]))
     return Measurement(
         result,
         server,
