@@ -416,3 +416,47 @@ def test_load_env_defaults_and_resolve_errors(tmp_path):
         FileNotFoundError, match=r"not a polyperf run directory \(no results.jsonl or results.parquet\)"
     ):
         resolve_run(tmp_path / "runs")
+
+
+def test_toolchains_and_version_collected_by_name():
+    from importlib.metadata import version
+
+    assert env_mod.collect_polyperf() == {"polyperf_version": version("polyperf"), "schema_version": SCHEMA_VERSION}
+    tools = env_mod.collect_toolchains()
+    assert set(tools) == {"python", "rustc", "cargo", "go"}
+    if tools["go"] is not None:
+        assert tools["go"].startswith("go version go")
+
+
+def test_collectors_tolerate_missing_proc_files(monkeypatch):
+    real = Path.read_text
+
+    def no_proc(self, *args, **kwargs):
+        if str(self).startswith("/proc/"):
+            raise FileNotFoundError(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", no_proc)
+    assert env_mod.collect_memory() == {"memory_bytes": None}
+    assert env_mod.collect_cpu()["cpu_model"] is None
+
+
+def test_cpu_model_keeps_colons_after_the_first(monkeypatch):
+    real = Path.read_text
+    text = "processor\t: 0\nmodel name\t: Fast: CPU  \nmodel name\t: other\n"
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, *a, **k: text if str(self) == "/proc/cpuinfo" else real(self, *a, **k)
+    )
+    assert env_mod.collect_cpu()["cpu_model"] == "Fast: CPU"
+    monkeypatch.setattr(
+        Path,
+        "read_text",
+        lambda self, *a, **k: "processor\t: 0\n" if str(self) == "/proc/cpuinfo" else real(self, *a, **k),
+    )
+    assert env_mod.collect_cpu()["cpu_model"] is None
+
+
+def test_env_json_is_written_with_sorted_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr(env_mod, "collect_env", lambda: {"z": 1, "a": 2})
+    env_mod.write_env(tmp_path, m=3)
+    assert list(json.loads((tmp_path / "env.json").read_text())) == ["a", "m", "z"]
