@@ -106,7 +106,7 @@ def test_locust(env, plan):
 
 
 def test_counts(env):
-    """Allocations and syscalls per request of each path over 2,000 requests after 500 (its counting build, an
+    """Allocations and syscalls per request of each path over 1,000 requests after 200 (its counting build, an
     untimed second server): the article's explanation — the clone allocates — as a count."""
     for _repeat, target in env.interleave(1):
-        assert env.count(target, case="counts", plan=CountPlan(trace=False)), env.problems
+        assert env.count(target, case="counts", plan=CountPlan(requests=1_000, warmup=200, trace=False)), env.problems

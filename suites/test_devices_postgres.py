@@ -367,9 +367,9 @@ def test_counts(env, plan, targets):
     """Allocations and syscalls per acknowledged POST (insert included) of each app at the first pool size, over
     2,000 POSTs after 500, one at a time: an untimed second server of each app (its counting build, the Go
     runtime's counter) writing into a table of its own, so the rows checks above stay exact."""
-    body = json.dumps(OHA_BODY).encode()
+    counting = CountPlan(method="POST", body=json.dumps(OHA_BODY).encode(), trace=False)
     for target in (t for t in targets if t.params["pool_size"] == plan["pools"][0]):
         args = list(target.args)
         args[args.index("--table") + 1] = _table(target)[:59] + "_cnt"
         counted = dataclasses.replace(target, args=tuple(args))
-        assert env.count(counted, case="counts", plan=CountPlan(method="POST", body=body, trace=False)), env.problems
+        assert env.count(counted, case="counts", plan=counting), env.problems
