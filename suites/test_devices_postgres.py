@@ -9,38 +9,51 @@ the server side; the rows say so in `db_cpus`/`db_placement`). After every run t
 rows found == POSTs acknowledged (ids one by one where the client kept them), else the test fails.
 
 - `ceiling`: oha, the same device in every POST, closed model; the request count comes from an unrecorded
-  calibration so each run ends with no request in flight (an exact count);
-- `fixed_rate`: oha at one rate every app sustains (latency corrected for coordinated omission);
+  calibration so each run ends with no request in flight (an exact count). The first pool (8) is repeated
+  (`repeats`): the claims' insert ceiling, inserts per CPU-second and "PostgreSQL was not the bottleneck";
+  the other pools show the shape by pool size;
+- `fixed_rate`: oha at one rate every app sustains (latency corrected for coordinated omission), on the first
+  pool (axum and gnet repeated) with every request kept by oha (`--db-url`): p50/p99 of every second, unrounded, and one
+  `p99_spike_ratio` per run (worst second's p99 / median second's p99: the article saw Go's latency spike);
 - `locust`: the article's step ramp (users added stage by stage, 0.2 s between a user's requests, 1 s
-  timeout), a random device per request; p99 per second kept (the article saw Go's latency spike);
+  timeout), a random device per request; p99 per second kept (full profile);
 - `restart_fast` / `restart_immediate`: PostgreSQL restarted mid-run (`pg_ctl -m fast|immediate`): answers
   stay bounded (5xx within the apps' DB timeout), the apps recover alone, no acknowledged row is lost;
 - `pool_overflow`: a pool larger than `max_connections`: clear 5xx, no crash;
 - `rows_total`: rows found vs acknowledged per app over the whole run.
+
+Every measured run also records PostgreSQL's side: its CPU per insert beside the app's, its memory (summed
+RSS sampled during the run, summed PSS after it), its connections in use, and whether it was the limit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
 import pytest
 
 from polyperf.load.post_probe import PostProbe
-from polyperf.measure.database import pin_tree, postmaster_pid
+from polyperf.measure.database import account_tree, pin_tree, postmaster_pid
+from polyperf.measure.per_second import per_second, read_oha_requests, spike_ratio
 from polyperf.measure.rows_check import parse_request_lines, table_name
 from polyperf.record.count_runs import CountPlan
 from polyperf.record.db_runs import Database, PostRuns
 from polyperf.record.env import add_note
 from polyperf.record.load_suite import LoadEnv
+from polyperf.serve.cpu_account import CpuAccount
+from polyperf.serve.cpu_budget import CpuBudgetError
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.postgres import ThrowawayPostgres
 
 APPS = ("axum_devices", "gnet_devices", "nethttp_devices")
+SPIKE_APPS = ("axum_devices", "gnet_devices")  # the spike claim's two: their fixed-rate runs are repeated
 DB_TIMEOUT_S = 2.0  # the apps' bound on one POST's database work (pool wait, connect, INSERT) before a 503
 THINK_S, CLIENT_TIMEOUT_S = 0.2, 1.0  # the article's client: 200 ms between a client's requests, 1 s timeout
 OHA_BODY = {"mac": "3C-5A-B4-0E-71-9F", "firmware": "2.4.17"}  # oha sends one body: a realistic device
@@ -49,21 +62,38 @@ OHA_BODY = {"mac": "3C-5A-B4-0E-71-9F", "firmware": "2.4.17"}  # oha sends one b
 @pytest.fixture(scope="module")
 def plan(profile):
     return {
-        "pools": profile.pick(smoke=[8], quick=[8, 32, 128], full=[8, 32, 128, 500]),
-        "repeats": profile.pick(smoke=1, quick=1, full=3),
+        "pools": profile.pick(smoke=[8], quick=[8, 64], full=[8, 32, 128, 500]),
+        # the first pool's ceiling and fixed-rate runs carry the claims: six repeats give a 95% interval
+        "repeats": profile.pick(smoke=2, quick=6, full=10),
+        "other_repeats": profile.pick(smoke=1, quick=1, full=3),  # the other pools: the shape by pool size
         "connections": profile.pick(smoke=64, quick=256, full=512),
-        "calibrate_requests": profile.pick(smoke=2_000, quick=3_000, full=20_000),
-        "ceiling_s": profile.pick(smoke=1.0, quick=1.5, full=5.0),
-        "fixed_s": profile.pick(smoke=1.0, quick=1.5, full=5.0),
+        "calibrate_requests": profile.pick(smoke=1_500, quick=2_000, full=20_000),
+        "ceiling_s": profile.pick(smoke=0.7, quick=0.7, full=5.0),
+        "fixed_s": profile.pick(smoke=3.0, quick=3.0, full=10.0),  # whole seconds: one p99 each
         "rate": profile.pick(smoke=500, quick=1_000, full=2_000),
         "locust_steps": profile.pick(
-            smoke=[(40, 3.0)],
-            quick=[(25, 2.0), (100, 2.0), (400, 2.0)],
+            smoke=[(40, 2.0)],
+            quick=[],
             full=[(50, 15.0), (200, 15.0), (500, 15.0), (1000, 15.0)],
         ),
-        "restart": {"rate": 300, "seconds": profile.pick(smoke=2.5, quick=2.5, full=6.0), "at": 0.8},
-        "overflow": {"pool": 16, "max_connections": 8, "connections": 32, "requests": 3_000},
+        "restart": {"rate": 300, "seconds": profile.pick(smoke=1.5, quick=1.5, full=6.0), "at": 0.5},
+        "overflow": {
+            "pool": 16,
+            "max_connections": 8,
+            "connections": 32,
+            "requests": profile.pick(smoke=1_000, quick=1_000, full=3_000),
+        },
     }
+
+
+def _by_repeats(env, plan, targets, apps=APPS):
+    """(repeat, target): the first pool's targets of `apps` `repeats` times (the claims' series), every other
+    target `other_repeats` times; each repeat in the environment's random order."""
+    claimed = [t for t in targets if t.params["pool_size"] == plan["pools"][0] and t.name in apps]
+    others = [t for t in targets if t not in claimed]
+    yield from env.interleave(plan["repeats"], claimed)
+    if others:
+        yield from env.interleave(plan["other_repeats"], others)
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +109,11 @@ def database(database_url, plan, load_options, run_dir):
         yield Database(database_url, pid, cpus, bool(set(cpus) & set(server_cpus)), None, params)
         return
     need = len(APPS) * sum(plan["pools"]) + 20  # every pool full at once, plus the checks and probes
-    with ThrowawayPostgres(run_dir / "logs", max_connections=need) as pg:
+    # stopped before its cgroup is removed: the cluster is the inner context
+    with _own_cgroup(run_dir) as account, ThrowawayPostgres(run_dir / "logs", max_connections=need) as pg:
         pin_tree(pg.proc.pid, server_cpus)
+        if account is not None:
+            account_tree(account, pg.proc.pid)
         params = {
             "database": "throwaway",
             "pg_version": pg.query("SHOW server_version")[0][0].split()[0],
@@ -89,7 +122,22 @@ def database(database_url, plan, load_options, run_dir):
             "db_cpus": ",".join(map(str, server_cpus)),
             "db_placement": "shares the server CPUs",
         }
-        yield Database(pg.dsn, pg.proc.pid, list(server_cpus), True, pg, params)
+        yield Database(pg.dsn, pg.proc.pid, list(server_cpus), True, pg, params, account)
+
+
+@contextlib.contextmanager
+def _own_cgroup(run_dir):
+    """A cgroup that counts the throwaway cluster's CPU exactly, or None (then /proc samples; noted)."""
+    try:
+        account = CpuAccount("postgres").create()
+    except (CpuBudgetError, OSError) as exc:
+        add_note(run_dir, f"devices_postgres: PostgreSQL's CPU from /proc samples (no cgroup: {exc})")
+        yield None
+        return
+    try:
+        yield account
+    finally:
+        account.remove()
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +192,8 @@ def test_verified(fleet):
     assert not fleet.failed, fleet.failed
 
 
-def test_ceiling(env, runs, plan, ceilings):
-    for repeat, target in env.interleave(plan["repeats"]):
+def test_ceiling(env, runs, plan, ceilings, targets):
+    for repeat, target in _by_repeats(env, plan, targets):
         if target.key in ceilings:
             runs.oha(
                 target,
@@ -155,15 +203,18 @@ def test_ceiling(env, runs, plan, ceilings):
                 bound_s=3 * plan["ceiling_s"] + 2,
                 connections=plan["connections"],
                 repeat=repeat,
+                pss=repeat == 0,  # PostgreSQL's footprint once per target: ~1 ms per backend to read
             )
 
 
-def test_fixed_rate(env, runs, plan, ceilings):
-    """One rate for every app and pool: the profile's, lowered to half the slowest calibrated rate if needed."""
+def test_fixed_rate(env, runs, plan, ceilings, targets):
+    """One rate for every app and pool: the profile's, lowered to half the slowest calibrated rate if needed.
+    oha keeps every request: each run's p50/p99 second by second and its p99 spike ratio."""
     slowest = min(ceilings.values(), default=None)
     rate = plan["rate"] if slowest is None else min(plan["rate"], max(100, round(slowest / 2, -2)))
-    for repeat, target in env.interleave(plan["repeats"]):
-        runs.oha(
+    first = [t for t in targets if t.params["pool_size"] == plan["pools"][0]]
+    for repeat, target in _by_repeats(env, plan, first, SPIKE_APPS):
+        m, _check = runs.oha(
             target,
             case="fixed_rate",
             requests=round(rate * plan["fixed_s"]),
@@ -171,11 +222,50 @@ def test_fixed_rate(env, runs, plan, ceilings):
             connections=64,
             rate=rate,
             repeat=repeat,
+            per_request=True,
+        )
+        if m is not None:
+            _record_seconds(env, target, m, repeat, {"rate": rate, "connections": 64})
+
+
+def _record_seconds(env, target, m, repeat: int, options: dict) -> None:
+    """The run's seconds from oha's own per-request records: its spike ratio, and (first repeat) p50/p99 of
+    each second for the report's figure."""
+    try:
+        seconds = per_second(read_oha_requests(Path(m.load.extra["requests_db"])))
+    except ValueError as exc:
+        env.problems.append(f"fixed_rate {target.key} (repeat {repeat}): {exc}")
+        return
+    common = {
+        "implementation": target.name,
+        "variant": target.variant,
+        "driver": "oha",
+        "repeat": repeat,
+        "client_bound": m.client_bound,  # the rate not reached: the client's seconds, not the server's
+    }
+    params = {**env.params, **target.params, **options, "seconds": len(seconds)}
+    ratio = spike_ratio(seconds)
+    if ratio is None:
+        env.problems.append(f"fixed_rate {target.key} (repeat {repeat}): {len(seconds)} whole seconds, no spike ratio")
+    else:
+        env.record("p99_spike_ratio", ratio, "ratio", case="fixed_rate", params=params, **common)
+    for second in seconds if repeat == 0 else ():
+        env.record.many(
+            [
+                ("history_rps", float(second.requests), "1/s", {}),
+                ("history_p50_s", second.p50, "s", {}),
+                ("history_p99_s", second.p99, "s", {}),
+            ],
+            case="fixed_rate_history",
+            params={**params, "second": second.second},
+            **common,
         )
 
 
 def test_locust(env, runs, plan, targets):
     """The article's step ramp on the largest pool; per-second p99 (and its spikes) from the request logs."""
+    if not plan["locust_steps"]:
+        pytest.skip("the locust ramp runs in smoke and full; quick judges spikes from oha's fixed-rate runs")
     largest = [t for t in targets if t.params["pool_size"] == max(plan["pools"])]
     for repeat, target in env.interleave(plan["repeats"], largest):
         m, _check, seen = runs.locust(
@@ -249,6 +339,8 @@ def _restart_case(env, runs, database, target, mode: str, spec: dict) -> None:
     pg.restart(mode)
     up = time.time()
     pin_tree(pg.proc.pid, database.cpus)  # the new postmaster, like the old one
+    if database.account is not None:
+        account_tree(database.account, pg.proc.pid)
     loader.join(timeout=3 * spec["seconds"] + 60)
     if "error" in out:
         raise out["error"]

@@ -122,7 +122,7 @@ def test_postgres_memory_is_measured_and_shared_buffers_count_once(postgres):
     )
     with contextlib.ExitStack() as stack:
         conns = [stack.enter_context(psycopg.connect(postgres.dsn, autocommit=True)) for _ in range(10)]
-        with ConnectionProbe(postgres.dsn, interval=0.01, pid=postgres.proc.pid, memory_every=1) as probe:
+        with ConnectionProbe(postgres.dsn, interval=0.01, pid=postgres.proc.pid, memory_every=1, pss=True) as probe:
             for conn in conns:
                 conn.execute("SELECT count(*), max(t) FROM pp_memory").fetchone()
             time.sleep(0.1)

@@ -1,7 +1,8 @@
 """PostgreSQL's side of a load run: its process tree (found from a connection, pinned like the servers), the
 connections in use and the tree's memory sampled while the run goes, and whether it was the bottleneck.
 
-The CPU of the tree is measured by `sampler.measure(..., extra={"db": pid})` over the run's own window;
+The CPU of the tree is measured by `sampler.measure(..., extra={"db": pid})` over the run's own window, from
+the kernel's counter where a throwaway cluster sits in a cgroup of its own (`account_tree`), else from /proc;
 `is_db_bound` (pure) turns it into the flag the article's author checked by eye ("Postgres was not the
 bottleneck"). Memory: every backend maps the same shared buffers, so the sum of RSS over the tree counts
 those pages once per backend (`ps` adds up the same way); PSS splits each shared page among the processes
@@ -21,7 +22,19 @@ from urllib.parse import urlsplit
 
 import psutil
 
-__all__ = ["DB_CPU_LIMIT", "ConnectionProbe", "is_db_bound", "pin_tree", "postmaster_pid", "tree_pss", "tree_rss"]
+from polyperf.serve.cpu_account import CpuAccount
+from polyperf.serve.cpu_budget import CpuBudgetError
+
+__all__ = [
+    "DB_CPU_LIMIT",
+    "ConnectionProbe",
+    "account_tree",
+    "is_db_bound",
+    "pin_tree",
+    "postmaster_pid",
+    "tree_pss",
+    "tree_rss",
+]
 
 DB_CPU_LIMIT = 0.90  # like the client's: a tree using >= 90% of the cores it has is the limit
 
@@ -74,6 +87,17 @@ def pin_tree(pid: int, cpus: Sequence[int]) -> int:
     return pinned
 
 
+def account_tree(account: CpuAccount, pid: int) -> int:
+    """Moves a process tree we started (never a user's server) into `account`, root first, so backends forked
+    from then on are counted there too; returns how many processes moved."""
+    moved = 0
+    for proc in _tree(pid):
+        with contextlib.suppress(CpuBudgetError, OSError):
+            account.add(proc.pid)
+            moved += 1
+    return moved
+
+
 def _tree(pid: int) -> list[psutil.Process]:
     try:
         root = psutil.Process(pid)
@@ -110,7 +134,8 @@ class ConnectionProbe:
     """Client connections open and in use (`pg_stat_activity`, its own left out), sampled every `interval`
     seconds in a thread pinned to `cpus`, at most `max_samples` times; errors (a restarting server) are
     counted, not raised. With `pid` (the postmaster, when it runs here) the tree's summed RSS is sampled too,
-    every `memory_every` samples, and its summed PSS read once when the probe stops."""
+    every `memory_every` samples, and with `pss` its summed PSS read once when the probe stops (~1 ms per
+    backend: hundreds of them take a while)."""
 
     def __init__(
         self,
@@ -121,6 +146,7 @@ class ConnectionProbe:
         max_samples: int = 3000,
         pid: int | None = None,
         memory_every: int = 5,
+        pss: bool = False,
     ) -> None:
         self.dsn = dsn
         self.interval = interval
@@ -130,6 +156,7 @@ class ConnectionProbe:
         self.errors = 0
         self.pid = pid
         self.memory_every = memory_every
+        self.want_pss = pss
         self.rss: list[tuple[float, int]] = []  # (epoch s, summed RSS bytes) of every readable sample
         self.pss: int | None = None  # summed PSS bytes after the run (None: not readable here)
         self._stop = threading.Event()
@@ -197,5 +224,6 @@ class ConnectionProbe:
         self._thread.join(timeout=10)
         if self.pid is not None:
             self._sample_memory()  # the window's end, as the loop may have slept through it
+        if self.pid is not None and self.want_pss:
             total, seen = tree_pss(self.pid)
             self.pss = total if seen else None

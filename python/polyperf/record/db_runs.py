@@ -26,6 +26,7 @@ from polyperf.measure.rows_check import (
 )
 from polyperf.measure.sampler import Measurement
 from polyperf.record.load_suite import LoadEnv
+from polyperf.serve.cpu_account import CpuAccount
 from polyperf.serve.fleet import Target
 from polyperf.serve.postgres import ThrowawayPostgres
 
@@ -42,6 +43,7 @@ class Database:
     shared: bool  # those cores are the servers' too
     throwaway: ThrowawayPostgres | None = None
     params: dict[str, Any] = field(default_factory=dict)  # stated in every row
+    account: CpuAccount | None = None  # the throwaway cluster's own cgroup: its CPU counted exactly
 
 
 def check_metrics(check: RowsCheck) -> list[tuple[str, float, str, dict[str, Any]]]:
@@ -68,6 +70,9 @@ class PostRuns:
         self.totals: dict[str, list[int]] = {}  # target key -> [acknowledged, ambiguous] over every run
         if db.pid is not None:
             env.extra_pids["db"] = db.pid
+            counters = getattr(env, "extra_cpu", None)  # exact counters read at the driver's edges
+            if db.account is not None and counters is not None:
+                counters["db"] = db.account.usage_s
 
     def table(self, target: Target) -> DeviceTable:
         return DeviceTable(self.db.dsn, self.tables[target.key])
@@ -86,18 +91,20 @@ class PostRuns:
         keep: bool = True,
         witness: PostProbe | None = None,
         per_request: bool = False,
+        pss: bool = False,
     ) -> tuple[Measurement | None, RowsCheck | None]:
         """oha, every request the same POST; ends after `requests` requests (so none is cut off and the
         count is exact), or at `bound_s` if slower than planned (cut-off requests then count as ambiguous).
         `witness`: a probe (not yet started, sending the same body) run alongside; its ids are checked one
-        by one, its failures count as ambiguous. `per_request`: oha keeps every request (`extra["requests_db"]`)."""
+        by one, its failures count as ambiguous. `per_request`: oha keeps every request (`extra["requests_db"]`);
+        `pss`: PostgreSQL's summed PSS is read after the run (costly with hundreds of backends)."""
         options: dict[str, Any] = {"connections": connections, "method": "POST", "body": json.dumps(self.body)}
         if rate is not None:
             options["rate"] = rate
         if per_request:
             options["per_request"] = True
         mark = self.table(target).high_water()
-        probe = ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus, pid=self.db.pid) if keep else None
+        probe = ConnectionProbe(self.db.dsn, cpus=self.env.client_cpus, pid=self.db.pid, pss=pss) if keep else None
         with probe or contextlib.nullcontext(), witness or contextlib.nullcontext():
             m = self.env.oha(
                 target,
@@ -254,19 +261,21 @@ class PostRuns:
         bound = is_db_bound(
             usage.cpu_seconds, m.server.cpu_seconds, m.load.duration, cores=cores, shared=self.db.shared
         )
+        # where PostgreSQL's CPU came from: its cgroup's counter at the driver's edges, or /proc samples
+        source = {"db_cpu_source": "cgroup" if "db" in getattr(self.env, "extra_cpu", {}) else "proc"}
         out += [
-            ("db_cpu_s_per_request", usage.cpu_seconds / m.load.requests, "s", {}),
-            ("db_cpu_share", usage.cpu_seconds / m.load.duration / cores, "ratio", {}),
-            ("db_bound", 1.0 if bound else 0.0, "ratio", {}),
+            ("db_cpu_s_per_request", usage.cpu_seconds / m.load.requests, "s", source),
+            ("db_cpu_share", usage.cpu_seconds / m.load.duration / cores, "ratio", source),
+            ("db_bound", 1.0 if bound else 0.0, "ratio", source),
             # app + database per insert: what one acknowledged row cost the server side in all
-            ("total_cpu_s_per_request", (usage.cpu_seconds + m.server.cpu_seconds) / m.load.requests, "s", {}),
+            ("total_cpu_s_per_request", (usage.cpu_seconds + m.server.cpu_seconds) / m.load.requests, "s", source),
         ]
         both = usage.cpu_seconds + m.server.cpu_seconds
         if inserts > 0 and both > 0:
             out += [
-                ("app_cpu_s_per_insert", m.server.cpu_seconds / inserts, "s", {}),
-                ("db_cpu_s_per_insert", usage.cpu_seconds / inserts, "s", {}),
-                ("db_cpu_fraction_of_total", usage.cpu_seconds / both, "ratio", {}),
+                ("app_cpu_s_per_insert", m.server.cpu_seconds / inserts, "s", source),
+                ("db_cpu_s_per_insert", usage.cpu_seconds / inserts, "s", source),
+                ("db_cpu_fraction_of_total", usage.cpu_seconds / both, "ratio", source),
             ]
         return out
 
