@@ -134,13 +134,15 @@ def test_go_counter_is_off_without_the_variable(go_server, tmp_path):
         read_alloc_counter(port, timeout=1.0)
 
 
-@pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed: apt-get install linux-perf")
-def test_perf_by_name_agrees_with_proc_io(go_server, tmp_path):
+@pytest.mark.parametrize("tool", ["perf", "strace"])
+def test_by_name_agrees_with_proc_io(go_server, tmp_path, tool):
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} not installed: apt-get install {'linux-perf' if tool == 'perf' else tool}")
     with Server("nethttp_devices", log_dir=tmp_path, cpus=SERVER_CPUS, workers=1) as server:
         request = request_bytes("GET", "/api/devices", f"127.0.0.1:{server.port}")
         drive(server.host, server.port, request, 200)
         before = io_counts(server.pid)
-        with SyscallTrace(server.pid, tmp_path / "perf.txt", tool="perf") as trace:
+        with SyscallTrace(server.pid, tmp_path / f"{tool}.txt", tool=tool) as trace:
             drive(server.host, server.port, request, 1000)
         proc_io = (io_counts(server.pid) - before).total
     by_name = read_write_family(trace.counts)
