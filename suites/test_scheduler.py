@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-from polyperf.common import procs
+from polyperf.common import procs, steps
 from polyperf.common.cpus import cpu_label
 from polyperf.common.logs import log_tail
 from polyperf.common.paths import GO_APPS, RUST_APPS
@@ -69,7 +69,16 @@ def _run(cmd, *, cwd, log, env=None, timeout=RUN_TIMEOUT):
 def _cargo_bench(cwd, bench, criterion_home, args, log, workers, *, no_run=False):
     cmd = ["cargo", "bench", "--locked", "--bench", bench, *(["--no-run"] if no_run else ["--", *args])]
     env = {"POLYPERF_WORKERS": str(workers), "CRITERION_HOME": str(criterion_home), "CARGO_TERM_COLOR": "never"}
-    _run(cmd, cwd=cwd, log=log, env=env, timeout=BUILD_TIMEOUT if no_run else RUN_TIMEOUT)
+    if not no_run:
+        _run(cmd, cwd=cwd, log=log, env=env, timeout=RUN_TIMEOUT)
+        return
+    # a cold build of a criterion crate takes minutes: say so (a cached one takes seconds)
+    with steps.step(
+        f"building the {bench} criterion benchmarks (cargo bench --no-run)",
+        f"cargo bench {bench}",
+        "about 4 min on 2 cores the first time",
+    ):
+        _run(cmd, cwd=cwd, log=log, env=env, timeout=BUILD_TIMEOUT)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from polyperf.analyse.claims import VERDICTS, evaluate
+from polyperf.common.atomic import write_text_atomic
 from polyperf.record import load_env, load_run
 from polyperf.report.templating import render_template
 from polyperf.report.view import verdict_counts
@@ -95,5 +96,5 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         latest=latest.resolve().name if latest.exists() else None,
     )
     path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
+    write_text_atomic(path, page)
     return path

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from polyperf.analyse.claims import evaluate
+from polyperf.common.atomic import write_text_atomic
 from polyperf.record.run_dir import load_env, load_run, resolve_run
 from polyperf.report.count_figures import count_figures
 from polyperf.report.default import default_figures, median_table
@@ -134,9 +135,9 @@ def write_report(run: str | os.PathLike[str]) -> Path:
         "n_rows": len(table),
         "index_href": "../../index.html" if index else None,
     }
-    (run_dir / "summary.md").write_text(render_template("summary.md.j2", **context), encoding="utf-8")
+    write_text_atomic(run_dir / "summary.md", render_template("summary.md.j2", **context))
     out = run_dir / "report.html"
-    out.write_text(render_template("report.html.j2", **context), encoding="utf-8")
+    write_text_atomic(out, render_template("report.html.j2", **context))
     if index is not None:
         write_index(index.parent)
     return out
