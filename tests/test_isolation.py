@@ -3,8 +3,10 @@ each window, cgroup accounting and clean-up on every exit path, and one window r
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -28,7 +30,7 @@ from polyperf.serve.cpu_account import (
     stale_cgroups,
 )
 from polyperf.serve.cpu_budget import CpuBudget, Hierarchy, MountEntry, parse_mounts
-from polyperf.serve.drain import open_connections
+from polyperf.serve.drain import open_connections, wait_quiet
 from polyperf.serve.fleet import Fleet, FleetStopFailed, Target
 
 # -- CPU sets -------------------------------------------------------------------------------------------------
@@ -127,6 +129,26 @@ _TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when ret
 def test_open_connections_counts_both_ends_and_skips_listen_and_time_wait():
     # port 8080 (0x1F90): one established connection, seen from both ends; 8081: one in CLOSE_WAIT
     assert open_connections(_TCP, [8080, 8081, 9999]) == {8080: 2, 8081: 1, 9999: 0}
+
+
+def test_wait_quiet_waits_for_open_connections_and_rising_cpu_bounded():
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    assert not wait_quiet([port], {}, timeout=1.0).timed_out, "a listening socket is no connection"
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = listener.accept()
+    try:
+        started = time.monotonic()
+        held = wait_quiet([port], {}, timeout=0.3)
+        assert held.timed_out and held.open_connections == 2 and time.monotonic() - started < 1.0
+    finally:
+        client.close()
+        accepted.close()
+        listener.close()
+    rising = itertools.count(step=0.01)
+    busy = wait_quiet([], {"server": lambda: next(rising)}, timeout=0.2)
+    assert busy.timed_out and busy.busy == ("server",)
+    assert not wait_quiet([], {"server": lambda: 1.0}, timeout=0.2).timed_out
 
 
 # -- one window rule -----------------------------------------------------------------------------------------
