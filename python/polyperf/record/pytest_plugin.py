@@ -136,7 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_OWNS_RUN] = not given
     _CONFIG["config"] = config
     _stop_on_signals(config)
-    steps.set_sink(_live_line(config))
+    steps.set_sink(live_line_sink(config))
     # pytest-benchmark writes its raw JSON where the run lives, unless the user chose a file.
     if config.pluginmanager.hasplugin("benchmark") and not config.getoption("benchmark_json", None):
         config.option.benchmark_json = str(run_dir / "benchmark.json")
@@ -166,7 +166,7 @@ def _stop_on_signals(config: pytest.Config) -> None:
         signal.signal(sig, interrupt)
 
 
-def _live_line(config: pytest.Config) -> Callable[[str], None]:
+def live_line_sink(config: pytest.Config) -> Callable[[str], None]:
     """Where long steps (builds, tool installs) announce themselves during a session: past pytest's capture, as
     its live logging does, so the line shows while the step runs."""
 
