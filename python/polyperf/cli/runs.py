@@ -27,7 +27,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from polyperf.runner import run
 
     try:  # refused in one line before anything starts
-        split_cpus(args.server_cpus, args.client_cpus)
+        split_cpus(
+            args.server_cpus or os.environ.get("POLYPERF_SERVER_CPUS"),
+            args.client_cpus or os.environ.get("POLYPERF_CLIENT_CPUS"),
+        )
     except (CpuSplitError, ValueError) as exc:
         print(f"polyperf run: {exc}", file=sys.stderr)
         return 2
