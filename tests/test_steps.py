@@ -14,6 +14,13 @@ from polyperf.common import steps
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _to_stderr():
+    """These tests read the lines from stderr: the session's own sink (past the capture) is set aside."""
+    steps.set_sink(None)
+    yield
+
+
 def test_the_first_time_says_what_is_expected_then_the_last_time(tmp_path, capsys):
     cache = tmp_path / "step-times.json"
     with steps.step("building oha 1.16.0 with cargo install", "cargo install oha", "about 4 min", cache=cache):
