@@ -15,10 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def _to_stderr():
+def _to_stderr(request):
     """These tests read the lines from stderr: the session's own sink (past the capture) is set aside."""
+    from polyperf.record.pytest_plugin import live_line_sink
+
     steps.set_sink(None)
     yield
+    steps.set_sink(live_line_sink(request.config))
 
 
 def test_the_first_time_says_what_is_expected_then_the_last_time(tmp_path, capsys):
