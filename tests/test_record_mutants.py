@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -460,3 +461,36 @@ def test_env_json_is_written_with_sorted_keys(tmp_path, monkeypatch):
     monkeypatch.setattr(env_mod, "collect_env", lambda: {"z": 1, "a": 2})
     env_mod.write_env(tmp_path, m=3)
     assert list(json.loads((tmp_path / "env.json").read_text())) == ["a", "m", "z"]
+
+
+def test_run_ids_sort_by_time():
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", run_dir_mod.new_run_id())
+
+
+def test_a_parquet_only_run_has_no_unreadable_lines(tmp_path):
+    run_dir = new_run_dir(tmp_path, "r")
+    RowWriter(run_dir).write([Row("s", "c", "i", "", "m", 1.0, "count")])
+    finalize_run(run_dir)
+    (run_dir / "results.jsonl").unlink()
+    assert unreadable_lines(run_dir) == []
+    assert load_run(run_dir).attrs["unreadable_lines"] == []
+    header = (run_dir / "results.csv").read_text().splitlines()[0]
+    assert header.split(",")[:2] == ["run_id", "suite"]  # no index column
+
+
+def test_the_unreadable_warning_points_at_the_caller_and_lists_five_lines(tmp_path):
+    run_dir = new_run_dir(tmp_path, "r")
+    (run_dir / "results.jsonl").write_text("x\n" * 6)
+    with pytest.warns(UnreadableLines) as caught:
+        load_run(run_dir)
+    assert caught[0].filename == __file__
+    assert str(caught[0].message).endswith("6 unreadable lines skipped (line 1, 2, 3, 4, 5 and 1 more)")
+
+
+def test_log_line_makes_missing_folders_and_reads_a_garbled_log(tmp_path):
+    deep = tmp_path / "a" / "b"
+    log_line(deep, "first")
+    assert (deep / "logs" / "polyperf.log").read_text() == "first\n"
+    (deep / "logs" / "polyperf.log").write_bytes(b"\xff\n")
+    log_line(deep, "second")
+    assert (deep / "logs" / "polyperf.log").read_bytes() == b"\xff\nsecond\n"
