@@ -114,6 +114,8 @@ def database(database_url, plan, load_options, run_dir):
         pin_tree(pg.proc.pid, server_cpus)
         if account is not None:
             account_tree(account, pg.proc.pid)
+        if pg.binaries_note:
+            add_note(run_dir, f"devices_postgres: PostgreSQL binaries {pg.binaries_note}")
         params = {
             "database": "throwaway",
             "pg_version": pg.query("SHOW server_version")[0][0].split()[0],

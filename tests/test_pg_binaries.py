@@ -212,7 +212,7 @@ from polyperf.serve.postgres import ThrowawayPostgres
 assert Path(polyperf.__file__).is_relative_to(sys.argv[1]), polyperf.__file__
 with ThrowawayPostgres(Path(tempfile.mkdtemp())) as pg:
     print(pg.bindir)
-    print(pg.binaries)
+    print(pg.binaries, pg.binaries_note)
     print(pg.query("SELECT 6 * 7")[0][0])
 """
 

