@@ -271,3 +271,18 @@ def _other_installs(install: Path, folder: str, names: list[str]) -> list[str]:
     if Path(folder).name == install.parent.name:
         return [n for n in names if n.startswith("pginstall") and n != install.name]
     return ["include"] if Path(folder).name == install.name else []
+
+
+def test_a_data_directory_out_of_reach_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root, TMPDIR inside a 0700 folder would hide the cluster's data directory from the server user."""
+    if os.geteuid() != 0:
+        pytest.skip("only root runs the cluster as another user")
+    from polyperf.serve.postgres import ThrowawayPostgres
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    pg = ThrowawayPostgres(tmp_path)
+    with pytest.raises(PostgresFailed, match=r"cannot enter /\S+ on the way to its data directory: set TMPDIR"):
+        pg.start()
+    assert pg.base is None and not list(private.iterdir())  # nothing left behind

@@ -24,7 +24,7 @@ from types import TracebackType
 from polyperf.common import procs
 from polyperf.common.net import free_port
 from polyperf.errors import PostgresFailed
-from polyperf.serve.pg_binaries import find_pg_bindir, reachable_bindir, wheel_bindir
+from polyperf.serve.pg_binaries import find_pg_bindir, reachable_bindir, unreachable_part, wheel_bindir
 
 __all__ = ["ThrowawayPostgres"]
 
@@ -79,6 +79,13 @@ class ThrowawayPostgres:
         self.base = Path(tempfile.mkdtemp(prefix="polyperf-pg-"))
         if self._uid is not None:
             os.chown(self.base, self._uid, self._gid)
+            blocked = unreachable_part(self.base, self._uid, self._gid)
+            if blocked is not None:
+                self.stop()
+                raise PostgresFailed(
+                    f"the PostgreSQL server user (uid {self._uid}) cannot enter {blocked} on the way to its data "
+                    "directory: set TMPDIR to a folder it can reach (e.g. /tmp)"
+                )
         data = self.base / "data"
         self._run(
             [str(self.bindir / "initdb"), "-D", str(data), "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8"]
