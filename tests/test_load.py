@@ -243,8 +243,14 @@ def test_load_env_counts_server_cpu_in_its_cgroup_and_records_the_split(tools, t
         env = LoadEnv(fleet, Recorder(RowWriter(run_dir), "load_test"), client_cpus=CLIENT_CPUS, log_dir=tmp_path)
         for repeat, target in env.interleave(2):
             assert env.oha(target, case="ceiling", repeat=repeat, duration=0.5) is not None
+        assert env.oha(targets[0], case="own_client", duration=0.3, drain=False) is not None
         source = fleet.cpu_source
     rows = load_run(run_dir)
+    skipped = {
+        p.get("drain_skipped", False) for c, p in zip(rows["case"], rows["params"], strict=True) if c == "own_client"
+    }
+    assert skipped == {True}, "a run that skips the drain says so"
+    rows = rows[rows["case"] == "ceiling"]
     params = list(rows["params"])
     assert {p["cpu_source"] for p in params} == {source}
     if account_support() is None:

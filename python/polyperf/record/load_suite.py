@@ -50,6 +50,17 @@ def _proc_cpu(pid: int) -> Callable[[], float]:
     return read
 
 
+def _per_request_rows(m: Measurement, io: list[IoCounts | None]) -> list:
+    """What each request cost the client (CPU) and the server (read/write syscalls over the window): where
+    generators differ, these say why."""
+    if not m.load.requests:
+        return []
+    return [
+        ("client_cpu_s_per_request", m.client.cpu_seconds / m.load.requests, "s", {}),
+        *window_io_rows(io, m.load.requests),
+    ]
+
+
 def _as_param(value: Any) -> Any:
     return [_as_param(v) for v in value] if isinstance(value, list | tuple) else value
 
@@ -131,11 +142,14 @@ class LoadEnv:
         params: Mapping[str, Any] | None = None,
         keep: bool = True,
         max_requests: int = MAX_REQUESTS,
+        drain: bool = True,
         **options: Any,
     ) -> Measurement | None:
         """One measured run of `driver` (a name in `polyperf.load.DRIVERS`) against `target`, recorded unless
         `keep` is false (warm-ups, calibration); None if the server or the driver failed. Every server is
-        quiet first (see `_quiet`); the server's CPU is its cgroup's counter where the fleet has one."""
+        quiet first (see `_quiet`) unless `drain` is false — for a case that keeps a client of its own on the
+        server through the run (a witness probe started before it); its rows then say `drain_skipped`. The
+        server's CPU is its cgroup's counter where the fleet has one."""
         server = self.fleet.servers.get(target.key)
         if server is None:
             return None
@@ -161,7 +175,7 @@ class LoadEnv:
             return result
 
         budget = self.fleet.budgets.get(target.key)
-        quiet = self._quiet()
+        quiet = self._quiet() if drain else None
         before = budget.stats() if budget is not None else None
         try:
             m = measure(
@@ -188,10 +202,8 @@ class LoadEnv:
                 **{k: _as_param(v) for k, v in options.items()},
                 **(params or {}),
             }
-            client_rows = [("client_cpu_s_per_request", m.client.cpu_seconds / m.load.requests, "s", {})]
-            client_rows += window_io_rows(io, m.load.requests)
             self.record.many(
-                [*measurement_rows(m), *budget_rows, *(client_rows if m.load.requests else [])],
+                [*measurement_rows(m), *budget_rows, *_per_request_rows(m, io)],
                 case=case,
                 implementation=target.name,
                 variant=target.variant,
@@ -202,7 +214,7 @@ class LoadEnv:
             )
         return m
 
-    def _run_params(self, target: Target, m: Measurement, quiet: Quiet, repeat: int) -> dict[str, Any]:
+    def _run_params(self, target: Target, m: Measurement, quiet: Quiet | None, repeat: int) -> dict[str, Any]:
         """What a run's rows carry besides the driver's options: the CPU split as it really was, where the
         server's CPU came from, the slot in this repeat's random order, and a drain that ran out of time."""
         out = {
@@ -215,7 +227,9 @@ class LoadEnv:
         }
         if self._slot is not None and self._slot[:2] == (repeat, target.key):
             out["slot"] = self._slot[2]
-        if quiet.timed_out:  # the run started anyway; say what was still busy
+        if quiet is None:
+            out["drain_skipped"] = True
+        elif quiet.timed_out:  # the run started anyway; say what was still busy
             out |= {"drain_timed_out": True, "drain_open_connections": quiet.open_connections}
             out |= {"drain_busy": ",".join(quiet.busy)} if quiet.busy else {}
         budget = self.fleet.budgets.get(target.key)
