@@ -114,6 +114,7 @@ class PostRuns:
                 params=params,
                 keep=keep,
                 max_requests=requests,
+                drain=witness is None,  # the witness's own connection is open by design
                 **options,
             )
         if m is None:
