@@ -109,7 +109,7 @@ class Fleet:
                         verify(server.url, app.checks, with_db=bool(self.database_url) and app.uses_database),
                     )
                     verified.add(target.app)
-            except PolyperfError as exc:
+            except (PolyperfError, OSError) as exc:  # OSError: a server gone before its affinity was read
                 self.drop(target.key, f"{type(exc).__name__}: {exc}")
         return self
 
