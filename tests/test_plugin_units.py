@@ -1,16 +1,20 @@
-"""The pure parts of the suites' pytest plugin (record/pytest_plugin.py) and of the database runs' rows
-(record/db_runs.py), pinned to exact values: how a test's path names its suite, the CPU-budget option,
-how a pytest-benchmark result becomes rows, and the rows-check rows."""
+"""The pure parts of the suites' pytest plugin (record/pytest_plugin.py), of the database runs' rows
+(record/db_runs.py) and of the counting runs (record/count_runs.py), pinned to exact values: how a test's
+path names its suite, the CPU-budget option, how a pytest-benchmark result becomes rows, the rows-check
+rows, which build counts an app, and syscalls per request."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 from types import SimpleNamespace
 
 import pytest
 
+from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.rows_check import RowsCheck
-from polyperf.record import db_runs
+from polyperf.record import count_runs, db_runs
 from polyperf.record import pytest_plugin as plugin
 from polyperf.record.schema import Row
 
@@ -149,3 +153,39 @@ def test_rows_check_metrics_and_merge():
     other = RowsCheck(acked=1, found=2, ambiguous=3, lost=4, phantom=5, mismatched=6, by_id=False)
     assert db_runs._merge(check, other) == RowsCheck(11, 11, 4, 5, 7, 9, False)
     assert db_runs._merge(check, check).by_id is True
+
+
+def test_counting_spec_per_language_and_variant():
+    assert count_runs.counting_spec("nethttp_devices") == ("nethttp_devices", "go runtime Mallocs")
+    allocator = "counting allocator (alloc + alloc_zeroed + realloc)"
+    assert count_runs.counting_spec("hyper_hello") == ("hyper_hello:counting", allocator)
+    assert count_runs.counting_spec("actix_matrix:native-mimalloc") == (
+        "actix_matrix:counting-native-mimalloc",
+        allocator,
+    )
+    assert count_runs.counting_spec("actix_matrix:release-lto") == ("actix_matrix:counting", allocator)
+
+
+def test_io_rows_per_request_and_the_timed_window():
+    delta = IoCounts(reads=30, writes=10)
+    source = {"source": "proc_io"}
+    assert count_runs.io_rows(delta, 10) == [
+        ("syscalls_per_request", 4.0, "count", {**source, "family": "read+write"}),
+        ("read_syscalls_per_request", 3.0, "count", source),
+        ("write_syscalls_per_request", 1.0, "count", source),
+    ]
+    start, end = IoCounts(5, 5), IoCounts(35, 15)
+    assert count_runs.window_io_rows([start, end], 10) == count_runs.io_rows(delta, 10)
+    for io, requests in (([start], 10), ([None, end], 10), ([start, None], 10), ([start, end], 0)):
+        assert count_runs.window_io_rows(io, requests) == []
+    plan = count_runs.CountPlan()
+    assert (plan.requests, plan.warmup, plan.method, plan.body, plan.pipelined) == (2000, 500, "GET", b"", ())
+    assert (plan.trace, plan.trace_requests) == (True, 1000)
+
+
+def test_io_counts_of_a_process_that_is_gone():
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    assert count_runs.maybe_io_counts(proc.pid) is None
+    mine = count_runs.maybe_io_counts(os.getpid())
+    assert mine is None or mine.reads > 0
