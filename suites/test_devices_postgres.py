@@ -81,7 +81,7 @@ def plan(profile):
             "pool": 16,
             "max_connections": 8,
             "connections": 32,
-            "requests": profile.pick(smoke=1_000, quick=1_000, full=3_000),
+            "requests": profile.pick(smoke=600, quick=600, full=3_000),
         },
     }
 
