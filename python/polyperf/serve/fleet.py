@@ -157,9 +157,12 @@ class Fleet:
         return [(t, self.servers[t.key]) for t in self.targets if t.key in self.servers]
 
     def drop(self, key: str, reason: str) -> None:
+        """Keeps a failed target out with its reason; its server and cgroups go, whatever stopping them does."""
         self.failed[key] = reason
-        with contextlib.suppress(PolyperfError):
+        try:
             self._stop_one(key)
+        except Exception as exc:
+            self.failed[key] = f"{reason}; stopping it: {type(exc).__name__}: {exc}"
 
     def _stop_one(self, key: str) -> None:
         """Stops one server and removes its cgroups, all of it even if a step fails; raises the first error."""
