@@ -247,3 +247,28 @@ def test_registry_separates_claims_from_checks():
         assert "polyperf" not in c.source or c.kind == "check", c.id
     clone = next(c for c in entries if c.id == "bson.clone_removal")
     assert clone.published == pytest.approx(47.84 / 55.66, abs=5e-4)
+
+
+def test_counts_per_request_are_judged_exactly_at_one_repeat():
+    rows = _rows("clone", [1763.9], metric="allocations_per_request", unit="count")
+    rows += _rows("raw", [236.9], metric="allocations_per_request", unit="count")
+    v = _judge(
+        rows,
+        metric="allocations_per_request",
+        numerator={"variant": "clone"},
+        denominator={"variant": "raw"},
+        paired=True,
+        published=None,
+        rule={"kind": "greater_than", "threshold": 1.0},
+    )
+    assert v.verdict == "reproduced" and v.measured.median == pytest.approx(1763.9 / 236.9)
+    assert "judged exactly" in v.reason and v.noise_floor == 0.0
+
+
+def test_a_ratio_that_cannot_be_formed_is_inconclusive_not_a_crash():
+    rows = _rows("slow", [2.0] * 6, metric="syscalls_per_request", unit="count")
+    rows += _rows("fast", [0.0] * 6, metric="syscalls_per_request", unit="count")
+    v = _judge(rows, metric="syscalls_per_request", paired=True)
+    assert v.verdict == "inconclusive" and "no ratio can be formed" in v.reason
+    unpaired = _judge(_rows("slow", [2.0] * 6) + _rows("fast", [0.0] * 6))
+    assert unpaired.verdict == "inconclusive" and "<= 0" in unpaired.reason

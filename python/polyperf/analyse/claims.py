@@ -41,6 +41,7 @@ __all__ = [
     "evaluate",
     "load_claims",
     "per_repeat",
+    "selected_rows",
     "verdict_table",
 ]
 
@@ -201,9 +202,27 @@ def per_repeat(rows: pd.DataFrame) -> pd.Series:
 
 
 def _is_exact(*groups: pd.DataFrame) -> bool:
+    """Counts: whole numbers of unit `count`, or counts per request (a fixed number of requests counted, where
+    background work spreads only a fraction of a count over them, as `compare` treats them)."""
     rows = pd.concat(groups)
+    if not (rows["unit"] == "count").all():
+        return False
+    if rows["metric"].str.contains("per_request").all():
+        return True
     values = rows["value"].to_numpy(dtype=float)
-    return bool((rows["unit"] == "count").all()) and bool(np.all(np.isfinite(values) & (values == np.round(values))))
+    return bool(np.all(np.isfinite(values) & (values == np.round(values))))
+
+
+def selected_rows(frame: pd.DataFrame, claim: Claim) -> list[pd.DataFrame]:
+    """The rows an entry selects: one frame for a value, numerator and denominator for a ratio."""
+    return [_select(frame, spec)[0] for spec in _specs(claim)]
+
+
+def _specs(claim: Claim) -> list[dict[str, Any]]:
+    base = {**claim.select, "suite": claim.suite, "metric": claim.metric}
+    if claim.measure == "value":
+        return [base]
+    return [{**base, **(side or {})} for side in (claim.numerator, claim.denominator)]
 
 
 @dataclass(frozen=True)
@@ -212,6 +231,7 @@ class _Measured:
     missing: str = ""
     n_numerator: int | None = None
     n_denominator: int | None = None
+    unjudgeable: bool = False  # rows exist, but no estimate can be made of them
 
 
 def _missing_reason(frame: pd.DataFrame, claim: Claim, side: str, why: str, spec: Mapping[str, Any]) -> str:
@@ -228,29 +248,34 @@ def _missing_reason(frame: pd.DataFrame, claim: Claim, side: str, why: str, spec
 
 
 def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
-    base = {**claim.select, "suite": claim.suite, "metric": claim.metric}
-    if claim.measure == "value":
-        rows, why = _select(frame, base)
+    specs = _specs(claim)
+    selected = [_select(frame, spec) for spec in specs]
+    sides = [""] if claim.measure == "value" else ["numerator ", "denominator "]
+    for (rows, why), spec, side in zip(selected, specs, sides, strict=True):
         if rows.empty:
-            return _Measured(None, _missing_reason(frame, claim, "", why, base))
-        values = per_repeat(rows)
+            return _Measured(None, _missing_reason(frame, claim, side, why, spec))
+    if claim.measure == "value":
+        rows = selected[0][0]
+        values = per_repeat(rows).dropna()
+        if values.empty:
+            return _Measured(None, "every selected value is missing (NaN)", unjudgeable=True)
         return _Measured(exact_range(values) if _is_exact(rows) else summarize(values.to_numpy()))
-    num_spec, den_spec = {**base, **(claim.numerator or {})}, {**base, **(claim.denominator or {})}
-    num, why_num = _select(frame, num_spec)
-    den, why_den = _select(frame, den_spec)
-    if num.empty or den.empty:
-        side, why, spec = ("numerator ", why_num, num_spec) if num.empty else ("denominator ", why_den, den_spec)
-        return _Measured(None, _missing_reason(frame, claim, side, why, spec))
+    (num, _), (den, _) = selected
     a, b = per_repeat(num), per_repeat(den)
     if claim.paired:
         joined = pd.concat({"num": a, "den": b}, axis=1, join="inner")
         if joined.empty:
             return _Measured(None, "numerator and denominator share no repeat to pair", len(a), len(b))
         a, b = joined["num"], joined["den"]
-    if _is_exact(num, den) and claim.paired and (b > 0).all():
-        summary = exact_range((a / b).to_numpy())
-    else:
-        summary = ratio(a.to_numpy(), b.to_numpy(), paired=claim.paired)
+    try:
+        if _is_exact(num, den) and claim.paired:
+            if not (b > 0).all():
+                raise ValueError("a denominator count is 0")
+            summary = exact_range((a / b).to_numpy())
+        else:
+            summary = ratio(a.to_numpy(), b.to_numpy(), paired=claim.paired)
+    except ValueError as exc:
+        return _Measured(None, f"no ratio can be formed: {exc}", len(a), len(b), unjudgeable=True)
     return _Measured(summary, "", len(a), len(b))
 
 
@@ -322,7 +347,18 @@ def evaluate(frame: pd.DataFrame, claims: Iterable[Claim] | None = None) -> list
         _, _, rule_text = _bounds(claim)
         measured = _measure(frame, claim)
         if measured.summary is None:
-            verdicts.append(Verdict(claim, "not measured", None, rule_text, measured.missing))
+            verdict = "inconclusive" if measured.unjudgeable else "not measured"
+            verdicts.append(
+                Verdict(
+                    claim,
+                    verdict,
+                    None,
+                    rule_text,
+                    measured.missing,
+                    n_numerator=measured.n_numerator,
+                    n_denominator=measured.n_denominator,
+                )
+            )
             continue
         verdict, reason, floor = _judge(claim, measured.summary)
         verdicts.append(
