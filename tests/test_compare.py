@@ -204,8 +204,10 @@ def test_directions():
             ("errors", "count"),
             ("rss_peak_bytes", "bytes"),
             ("server_threads", "count"),
+            ("allocations_per_request", "count"),
+            ("syscalls_per_request_by_name", "count"),
         ]
-    ] == [-1, -1, -1, 1, 1, -1, -1, 0]
+    ] == [-1, -1, -1, 1, 1, -1, -1, 0, -1, 0]
 
 
 def test_markdown_and_figure(tmp_path):
