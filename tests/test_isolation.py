@@ -186,6 +186,17 @@ def test_parse_usage_in_seconds():
         parse_usage("nr_periods 1\n", 2)
 
 
+def test_account_reads_the_budgets_cgroup_when_both_share_a_hierarchy(tmp_path, monkeypatch):
+    shared = Hierarchy(2, tmp_path)
+    (tmp_path / "budget").mkdir()
+    (tmp_path / "budget" / "cpu.stat").write_text("usage_usec 1500000\nnr_periods 3\n")
+    monkeypatch.setattr("polyperf.serve.cpu_account.find_account_hierarchy", lambda _mounts: shared)
+    account = CpuAccount("x").create(SimpleNamespace(path=tmp_path / "budget", hierarchy=shared))
+    assert account.path == tmp_path / "budget" and not account.owned and account.usage_s() == 1.5
+    account.remove()
+    assert (tmp_path / "budget").exists(), "the budget's cgroup is the budget's to remove"
+
+
 def test_stale_cgroups_are_polyperf_ones_of_dead_pids():
     names = ["polyperf-cpu-gnet-11-5", "polyperf-budget-a-b-12-6", "polyperf-x-13-7", "other-11-5", "polyperf-cpu"]
     assert stale_cgroups(names, alive={12}) == ["polyperf-cpu-gnet-11-5", "polyperf-x-13-7"]
