@@ -257,15 +257,18 @@ class LoadEnv:
 
     def calibrate_cpu_quota(self, *, duration: float = 0.5, steps: int = 3) -> float:
         """`--server-cpu-quota auto`: the largest budget, the same for every server, at which one client run
-        is no longer the limit. Estimate from an unthrottled probe of each server (client capacity / server
-        requests per CPU-second, with a 30% margin), then confirm with a short run each, lowering by a
+        is no longer the limit. Estimate from an unthrottled probe of each server (client capacity per core it
+        wanted / server requests per CPU-second, with a 30% margin), then confirm with a short run each, lowering by a
         quarter up to `steps` times; falls back to 0.25 CPU and says so in `problems`."""
         self.fleet.set_cpu_quota(1.0)
         estimates = []
         for _repeat, target in self.interleave(1):
             m = self.oha(target, case="calibration", duration=duration, keep=False)
-            if m is not None and m.client_cpu_fraction > 0 and m.requests_per_cpu_second > 0:
-                estimates.append(0.7 * (m.load.rps / m.client_cpu_fraction) / m.requests_per_cpu_second)
+            # the client's requests per core it wanted, not per core it got: on a machine busy with other work
+            # it gets a share of its core, and a whole core's worth of requests will not come
+            wanted = max(m.client_cpu_fraction, m.client_demand_fraction) if m is not None else 0.0
+            if m is not None and wanted > 0 and m.requests_per_cpu_second > 0:
+                estimates.append(0.7 * (m.load.rps / wanted) / m.requests_per_cpu_second)
         floor = max(0.1, 0.001 / self.fleet.quota_period_s)
         fraction = max(floor, min(1.0, math.floor(min(estimates, default=0.25) * 20) / 20))
         for _ in range(steps):
