@@ -64,7 +64,7 @@ def plan(profile):
     return {
         "pools": profile.pick(smoke=[8], quick=[8, 64], full=[8, 32, 128, 500]),
         # the first pool's ceiling and fixed-rate runs carry the claims: six repeats give a 95% interval
-        "repeats": profile.pick(smoke=2, quick=6, full=10),
+        "repeats": profile.pick(smoke=1, quick=6, full=10),
         "other_repeats": profile.pick(smoke=1, quick=1, full=3),  # the other pools: the shape by pool size
         "connections": profile.pick(smoke=64, quick=256, full=512),
         "calibrate_requests": profile.pick(smoke=1_500, quick=2_000, full=20_000),
