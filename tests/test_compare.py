@@ -222,3 +222,15 @@ def test_markdown_and_figure(tmp_path):
     assert "no change" not in to_markdown(df, only_changes=True)
     path = compare_figure(df, tmp_path / "compare.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_repeats_slot_does_not_split_its_series():
+    def run(run_id, scale):
+        rows = _rows(run_id, "ceiling", "rps", "1/s", [1000 * scale + i for i in range(6)], driver="oha")
+        for i, row in enumerate(rows):
+            row["params"] = {"connections": 64, "slot": i % 3}
+        return pd.DataFrame(rows)
+
+    df = compare(run("A", 1.0), run("B", 0.5))
+    assert len(df) == 1 and df["params"].item() == '{"connections":64}'
+    assert (df["n_a"].item(), df["label"].item()) == (6, "regressed")

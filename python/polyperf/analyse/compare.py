@@ -23,6 +23,7 @@ from scipy.stats import mannwhitneyu
 from polyperf.analyse.claims import Claim, evaluate, load_claims
 from polyperf.analyse.stats import ratio
 from polyperf.common.units import format_value
+from polyperf.record.schema import PER_RUN_PARAMS
 
 __all__ = [
     "DIRECTIONS",
@@ -120,11 +121,13 @@ def too_few_samples(n_a: int, n_b: int, alpha: float = 0.05) -> bool:
 
 
 def _canonical_params(params: Any) -> str:
+    """The params that name a series (a repeat's slot in the random order is not one), as canonical JSON."""
     if isinstance(params, str):
         params = json.loads(params) if params.strip() else {}
     if not isinstance(params, Mapping):
         params = {}  # NaN / None: a row with no params
-    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+    kept = {k: v for k, v in params.items() if k not in PER_RUN_PARAMS}
+    return json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _tidy(frame: pd.DataFrame) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from polyperf.measure.sampler import Measurement, measure
 from polyperf.record.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
 from polyperf.record.recorder import Recorder
 from polyperf.record.rows import measurement_rows
+from polyperf.record.schema import PER_RUN_PARAMS
 from polyperf.serve.cpu_budget import ThrottleStats
 from polyperf.serve.drain import Quiet, wait_quiet
 from polyperf.serve.fleet import Fleet, Target
@@ -34,7 +35,6 @@ QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run t
 T = TypeVar("T")
 # params that differ from one repeat of a series to the next (its place in the random order, a drain that ran
 # out of time): they describe a run, not the series, so comparisons key series without them
-PER_RUN_PARAMS = ("slot", "drain_timed_out", "drain_open_connections", "drain_busy")
 
 
 def _proc_cpu(pid: int) -> Callable[[], float]:

@@ -14,10 +14,12 @@ import pandas as pd
 __all__ = [
     "BASE_UNITS",
     "COLUMNS",
+    "PER_RUN_PARAMS",
     "SCHEMA_VERSION",
     "Row",
     "as_frame",
     "params_key",
+    "series_params_key",
     "upgrade",
 ]
 
@@ -68,9 +70,19 @@ class Row:
             raise TypeError(f"{self.suite}/{self.metric}: value must be a number, got {self.value!r}")
 
 
+# Params that describe one run of a series rather than the series (its slot in the random order, how its drain
+# went): grouping rows into series leaves them out, else each repeat would be a series of its own.
+PER_RUN_PARAMS = ("slot", "drain_timed_out", "drain_open_connections", "drain_busy")
+
+
 def params_key(params: Mapping[str, Any] | None) -> str:
     """A canonical text form of a params map, for grouping and joining (dicts are not hashable)."""
     return json.dumps(dict(params or {}), sort_keys=True, default=str)
+
+
+def series_params_key(params: Mapping[str, Any] | None) -> str:
+    """`params_key` without the per-run params: the key of the series a row belongs to."""
+    return params_key({k: v for k, v in (params or {}).items() if k not in PER_RUN_PARAMS})
 
 
 # --- upgrades --------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from polyperf.analyse.claims import per_repeat
 from polyperf.analyse.stats import summarize
 from polyperf.common.units import format_value
 from polyperf.record.run_dir import JSONL, unreadable_lines, unreadable_note
-from polyperf.record.schema import params_key
+from polyperf.record.schema import series_params_key
 
 __all__ = ["FLAGGERS", "NOISE_SHARE", "Flag", "find_flags", "series_name"]
 
@@ -81,7 +81,7 @@ def rows_mismatches(table: pd.DataFrame) -> list[Flag]:
     checks = table[table["metric"].isin(["rows_acked", "rows_found", "rows_ambiguous", "rows_mismatch"])]
     if checks.empty:
         return []
-    checks = checks.assign(_params=checks["params"].map(params_key))
+    checks = checks.assign(_params=checks["params"].map(series_params_key))
     flags = []
     for key, g in checks.groupby([*SERIES, "repeat", "_params"], sort=True):
         values = dict(zip(g["metric"], g["value"], strict=False))
@@ -129,7 +129,7 @@ def client_bound(table: pd.DataFrame) -> list[Flag]:
 
 def noisy(table: pd.DataFrame, share: float = NOISE_SHARE) -> list[Flag]:
     """Series (params included) whose 95% interval is wider than `share` of the median, widest first."""
-    frame = table.assign(_params=table["params"].map(params_key))
+    frame = table.assign(_params=table["params"].map(series_params_key))
     found = []
     for key, g in frame.groupby([*SERIES, "metric", "unit", "_params"], sort=True):
         s = summarize(per_repeat(g).to_numpy())
