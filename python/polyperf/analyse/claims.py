@@ -327,7 +327,7 @@ def _judge(claim: Claim, m: Summary) -> tuple[str, str, float | None]:
         need = max(m.min_n, MIN_REPEATS)
         per = " per side" if m.method.startswith("Hodges-Lehmann ratio,") else ""
         return "inconclusive", f"too few samples (n = {m.n}; needs ≥ {need}{per})", None
-    floor = max(m.spread, claim.min_effect)
+    floor = claim.min_effect if math.isnan(m.spread) else max(m.spread, claim.min_effect)
     for boundary in (lo, hi):
         near = math.isfinite(boundary) and boundary > 0 and m.median > 0
         if near and abs(math.log(m.median / boundary)) <= math.log1p(floor):
