@@ -1,6 +1,7 @@
-"""Facts of analyse/stats.py that its own tests left unchecked (each kills mutants `nox -s mutants` found
-surviving): exact Summary fields on small samples, the minimum n of each interval, every error message, and
-the normal approximations above the exact limit against the exact null distributions."""
+"""Facts of analyse/ that its own tests left unchecked (each kills mutants `nox -s mutants` found surviving):
+exact Summary fields on small samples, the minimum n of each interval, every error message, the normal
+approximations above the exact limit against the exact null distributions; the claims file's format and
+refusals, and a verdict's record."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from polyperf.analyse import stats
+from polyperf.analyse.claims import Verdict, load_claims
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
 
 
@@ -107,3 +109,123 @@ def test_normal_approximations_above_the_exact_limit_agree_with_the_exact_distri
     assert abs(stats._unpaired_rank(n, n, level) - exact_square) <= max(1, 0.01 * exact_square)
     assert stats._normal_rank(100.0, 10.0, 0.95) == math.floor(100 - 1.959963984540054 * 10 + 0.5)
     assert stats._normal_rank(1.0, 10.0, 0.95) == 0
+
+
+# --- claims: the registry format and a verdict's record --------------------------------------------------
+
+ENTRY = """
+[[claims]]
+id = "{id}"
+suite = "io"
+source = "article"
+statement = "slow is twice fast"
+unit = "x"
+measure = "ratio"
+metric = "seconds"
+select = {{ case = "parse" }}
+numerator = {{ variant = "slow" }}
+denominator = {{ variant = "fast" }}
+published = 2.0
+rule = {{ kind = "within_factor", factor = 1.5 }}
+{extra}
+"""
+
+
+def _claims_file(tmp_path, text):
+    path = tmp_path / "claims.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_claims_file_loads_with_its_defaults(tmp_path):
+    [claim] = load_claims(_claims_file(tmp_path, ENTRY.format(id="a", extra="")))
+    assert (claim.id, claim.kind, claim.paired, claim.note, claim.requires) == ("a", "claim", False, "", "")
+    assert claim.min_effect == 0.01 and claim.center == 2.0 and not claim.direction_only
+    assert dict(claim.numerator) == {"variant": "slow"} and dict(claim.select) == {"case": "parse"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ('colour = "red"', "unknown field(s) colour (known: "),
+        ('kind = "guess"', "kind must be one of claim, check, not 'guess'"),
+    ],
+)
+def test_a_claims_file_with_a_bad_field_is_refused_in_one_line(tmp_path, extra, message):
+    path = _claims_file(tmp_path, ENTRY.format(id="a", extra=extra))
+    with pytest.raises(ValueError) as info:
+        load_claims(path)
+    assert str(info.value).startswith(f"claims file {path}: entry 'a': {message}")
+
+
+def _refusal(tmp_path, text):
+    path = _claims_file(tmp_path, text)
+    with pytest.raises(ValueError) as info:
+        load_claims(path)
+    return str(info.value).removeprefix(f"claims file {path}: ")
+
+
+def test_every_malformed_entry_names_itself_and_what_is_wrong(tmp_path):
+    entry = ENTRY.format(id="a", extra="")
+    assert _refusal(tmp_path, entry.replace('suite = "io"\n', "")) == "entry 'a': missing field(s) suite"
+    assert _refusal(tmp_path, entry.replace('"ratio"', '"mean"')) == (
+        "entry 'a': measure must be 'ratio' or 'value', not 'mean'"
+    )
+    assert _refusal(tmp_path, entry.replace('denominator = { variant = "fast" }\n', "")) == (
+        "entry 'a': a ratio needs numerator and denominator"
+    )
+    assert _refusal(tmp_path, entry.replace('"within_factor"', '"about"')) == (
+        "entry 'a': rule.kind must be one of within_factor, within_abs, less_than, greater_than, not 'about'"
+    )
+    assert _refusal(tmp_path, entry.replace("published = 2.0\n", "")) == (
+        "entry 'a': a within_factor rule needs `published` or `rule.center`"
+    )
+    assert _refusal(tmp_path, entry.replace("factor = 1.5", "tolerance = 1")) == (
+        "entry 'a': a within_factor rule needs rule.factor"
+    )
+    assert _refusal(tmp_path, entry.replace('kind = "within_factor", factor = 1.5', 'kind = "less_than"')) == (
+        "entry 'a': a less_than rule needs rule.threshold"
+    )
+    assert _refusal(tmp_path, entry + ENTRY.format(id="a", extra="")) == "ids used twice: a"
+    assert _refusal(tmp_path, "[[claims]\n").startswith("not valid TOML: ")
+    assert load_claims(_claims_file(tmp_path, "")) == []
+
+
+def test_a_verdict_record_has_every_field(tmp_path):
+    [claim] = load_claims(_claims_file(tmp_path, ENTRY.format(id="a", extra='note = "n"')))
+    measured = Summary(2.0, 1.5, 2.5, 6, stats.METHOD_PAIRED, 6)
+    record = Verdict(claim, "reproduced", measured, "within ×1.5 of 2", "ok", 0.25, 6, 6).as_record()
+    assert record == {
+        "claim": "a",
+        "suite": "io",
+        "kind": "claim",
+        "verdict": "reproduced",
+        "reason": "ok",
+        "measured": 2.0,
+        "ci_low": 1.5,
+        "ci_high": 2.5,
+        "level": 0.95,
+        "n": 6,
+        "n_numerator": 6,
+        "n_denominator": 6,
+        "noise_floor": 0.25,
+        "method": stats.METHOD_PAIRED,
+        "statement": "slow is twice fast",
+        "published": 2.0,
+        "direction_only": False,
+        "unit": "x",
+        "rule": "within ×1.5 of 2",
+        "source": "article",
+    }
+    exact = Verdict(claim, "reproduced", Summary(3.0, 3.0, 3.0, 2, stats.METHOD_EXACT, 1), "r").as_record()
+    assert exact["level"] is None and (exact["ci_low"], exact["ci_high"], exact["noise_floor"]) == (3.0, 3.0, None)
+    none = Verdict(claim, "inconclusive", Summary(2.0, math.nan, math.nan, 3), "r", noise_floor=math.inf).as_record()
+    assert (none["ci_low"], none["ci_high"], none["level"], none["noise_floor"], none["n"]) == (
+        None,
+        None,
+        None,
+        None,
+        3,
+    )
+    missing = Verdict(claim, "not measured", None, "r").as_record()
+    assert (missing["measured"], missing["n"], missing["method"], missing["ci_low"]) == (None, 0, "", None)
