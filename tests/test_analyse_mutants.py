@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from polyperf.analyse import stats
-from polyperf.analyse.claims import Verdict, load_claims
+from polyperf.analyse.claims import Verdict, evaluate, load_claims
+from polyperf.analyse.compare import verdict_changes
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
+from polyperf.record.schema import as_frame
 
 
 def _same(got: Summary, want: Summary) -> None:
@@ -229,3 +231,36 @@ def test_a_verdict_record_has_every_field(tmp_path):
     )
     missing = Verdict(claim, "not measured", None, "r").as_record()
     assert (missing["measured"], missing["n"], missing["method"], missing["ci_low"]) == (None, 0, "", None)
+
+
+# --- compare: the verdicts that changed between two runs --------------------------------------------------
+
+
+def _run(run_id: str, slow: float, suite: str = "io"):
+    rng = np.random.default_rng(7)
+    rows = []
+    for variant, center in (("slow", slow), ("fast", 1.0)):
+        for repeat in range(8):
+            value = center * float(rng.uniform(0.99, 1.01))
+            rows.append(
+                {"run_id": run_id, "suite": suite, "case": "parse", "implementation": "x", "variant": variant}
+                | {"metric": "seconds", "value": value, "unit": "s", "repeat": repeat, "params": {}}
+            )
+    return as_frame(rows)
+
+
+def test_verdict_changes_lists_only_entries_whose_verdict_moved(tmp_path):
+    claims = load_claims(_claims_file(tmp_path, ENTRY.format(id="a", extra="") + ENTRY.format(id="b", extra="")))
+    other = load_claims(_claims_file(tmp_path, ENTRY.format(id="elsewhere", extra="").replace('"io"', '"net"')))
+    a, b = _run("A", 2.0), _run("B", 8.0)
+    changes = verdict_changes(a, b, claims + other)
+    assert list(changes.columns) == ["claim", "kind", "verdict_a", "verdict_b", "measured_a", "measured_b", "reason_b"]
+    assert changes["claim"].tolist() == ["a", "b"] and set(changes["kind"]) == {"claim"}
+    [before, after] = [evaluate(frame, claims[:1])[0] for frame in (a, b)]
+    row = changes.iloc[0]
+    assert (row["verdict_a"], row["verdict_b"]) == (before.verdict, after.verdict) and before.verdict != after.verdict
+    assert row["measured_a"] == before.measured.median and row["measured_b"] == after.measured.median
+    assert row["reason_b"] == after.reason
+    assert verdict_changes(a, _run("C", 2.0), claims).empty
+    gone = verdict_changes(a, a.iloc[0:0], claims)
+    assert gone["verdict_b"].tolist() == ["not measured"] * 2 and gone["measured_b"].isna().all()
