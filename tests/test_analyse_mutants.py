@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from polyperf.analyse import stats
 from polyperf.analyse.claims import Verdict, evaluate, load_claims
-from polyperf.analyse.compare import verdict_changes
+from polyperf.analyse.compare import compare, to_markdown, verdict_changes, worst_regression
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
 from polyperf.record.schema import as_frame
 
@@ -264,3 +265,40 @@ def test_verdict_changes_lists_only_entries_whose_verdict_moved(tmp_path):
     assert verdict_changes(a, _run("C", 2.0), claims).empty
     gone = verdict_changes(a, a.iloc[0:0], claims)
     assert gone["verdict_b"].tolist() == ["not measured"] * 2 and gone["measured_b"].isna().all()
+
+
+def _series_rows(run: str, seed: int, parse: float, serve: float) -> list[dict]:
+    """Two synthetic runs with one series of each kind of result: regressed, improved (one client-bound),
+    no change, exact counts, too few samples, and series only one run has."""
+    rng = np.random.default_rng(seed)
+    out: list[dict] = []
+
+    def add(case, metric, unit, values, *, driver="", client_bound=False, params=None):
+        for repeat, value in enumerate(values):
+            out.append(
+                {"run_id": run, "suite": "io", "case": case, "implementation": "rust", "variant": "", "driver": driver}
+                | {"metric": metric, "value": float(value), "unit": unit, "repeat": repeat}
+                | {"client_bound": client_bound, "params": params or {}}
+            )
+
+    first = parse == 1
+    add("parse", "seconds", "s", 0.010 * parse * rng.uniform(0.99, 1.01, 8))
+    add("serve", "rps", "1/s", 2000 * serve * rng.uniform(0.99, 1.01, 8), driver="oha", params={"connections": 64})
+    add("same", "seconds", "s", 0.5 * rng.uniform(0.99, 1.01, 8))
+    add("syscalls", "read_syscalls", "count", [4] * 3 if first else [5] * 3)
+    add("bound", "rps", "1/s", 500 * serve * rng.uniform(0.99, 1.01, 8), driver="wrk", client_bound=not first)
+    add("old" if first else "new", "seconds", "s", [1.0, 1.1] if first else [2.0])
+    add("few", "seconds", "s", [1.0, 2.0] if first else [3.0, 4.0])
+    return out
+
+
+def test_the_comparison_table_is_frozen_by_a_golden_file():
+    table = compare(as_frame(_series_rows("A", 1, 1.0, 1.0)), as_frame(_series_rows("B", 2, 1.5, 1.2)))
+    golden = (Path(__file__).parent / "testdata" / "compare_golden.md").read_text()
+    assert to_markdown(table) + "\n" == golden
+    changes = to_markdown(table, only_changes=True)
+    assert changes + "\n" == "".join(line for line in golden.splitlines(keepends=True) if "no change" not in line)
+    assert table.attrs == {"run_a": "A", "run_b": "B", "alpha": 0.05}
+    assert worst_regression(table) == pytest.approx(table.loc[table["case"] == "parse", "change"].item())
+    assert to_markdown(table.iloc[0:0]) == "_no series to compare_"
+    assert to_markdown(table[table["label"] == "no change"], only_changes=True) == "_no series changed_"
