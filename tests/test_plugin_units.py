@@ -5,8 +5,11 @@ rows, which build counts an app, and syscalls per request."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
+import signal
 import subprocess
 from types import SimpleNamespace
 
@@ -16,6 +19,7 @@ from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.rows_check import RowsCheck
 from polyperf.record import count_runs, db_runs
 from polyperf.record import pytest_plugin as plugin
+from polyperf.record.run_dir import new_run_dir
 from polyperf.record.schema import Row
 
 
@@ -189,3 +193,144 @@ def test_io_counts_of_a_process_that_is_gone():
     assert count_runs.maybe_io_counts(proc.pid) is None
     mine = count_runs.maybe_io_counts(os.getpid())
     assert mine is None or mine.reads > 0
+
+
+# --- the plugin's hooks, driven with a stand-in config ------------------------------------------------------
+
+
+class FakePlugins:
+    def __init__(self, plugins: dict) -> None:
+        self.plugins = plugins
+
+    def getplugin(self, name: str):
+        return self.plugins.get(name)
+
+
+def _config(run_dir, **stash):
+    keys = {"run_dir": plugin._RUN_DIR, "order": plugin._ORDER, "owns": plugin._OWNS_RUN, "signal": plugin._SIGNAL}
+    return SimpleNamespace(
+        stash={keys[k]: v for k, v in {"run_dir": run_dir, **stash}.items() if v is not None},
+        getoption=lambda name: {"--polyperf-profile": "smoke"}[name],
+        pluginmanager=FakePlugins({}),
+    )
+
+
+@pytest.fixture
+def hooks(monkeypatch):
+    """The plugin's module-level config slot, restored afterwards."""
+    monkeypatch.setattr(plugin, "_CONFIG", {})
+    return plugin._CONFIG
+
+
+def test_progress_names_the_test_under_way_and_those_to_come(tmp_path, hooks):
+    plugin.pytest_runtest_logstart("b", ("f", 1, "b"))  # no session yet: nothing written
+    assert not (tmp_path / "progress.json").exists()
+    config = _config(tmp_path, order=None)
+    items = [SimpleNamespace(nodeid=n) for n in ("a", "b", "c")]
+    plugin.pytest_collection_modifyitems(None, config, items)
+    hooks["config"] = config
+    plugin.pytest_runtest_logstart("b", ("f", 1, "b"))
+    progress = json.loads((tmp_path / "progress.json").read_text())
+    assert progress == {"nodeid": "b", "index": 1, "total": 3, "pending": ["b", "c"]}
+    plugin.pytest_runtest_logstart("z", ("f", 1, "z"))  # not collected (a rerun): counted from the start
+    assert json.loads((tmp_path / "progress.json").read_text())["index"] == 0
+    hooks["config"] = _config(tmp_path)
+    plugin.pytest_runtest_logstart("only", ("f", 1, "only"))
+    assert json.loads((tmp_path / "progress.json").read_text()) == {
+        "nodeid": "only",
+        "index": 0,
+        "total": 1,
+        "pending": ["only"],
+    }
+    hooks["config"] = SimpleNamespace(stash={})
+    (tmp_path / "progress.json").unlink()
+    plugin.pytest_runtest_logstart("b", ("f", 1, "b"))
+    assert not (tmp_path / "progress.json").exists()
+
+
+def test_durations_add_up_per_test_and_land_when_the_session_ends(tmp_path, hooks):
+    config = _config(tmp_path)
+    plugin.pytest_runtest_logreport(SimpleNamespace(nodeid="a", duration=1.0))  # no session: ignored
+    hooks["config"] = config
+    for phase in (0.5, 2.0, 0.25):
+        plugin.pytest_runtest_logreport(SimpleNamespace(nodeid="a", duration=phase))
+    plugin.pytest_runtest_logreport(SimpleNamespace(nodeid="b", duration=1.0))
+    plugin.pytest_sessionfinish(SimpleNamespace(config=config), pytest.ExitCode.OK)
+    assert json.loads((tmp_path / "durations.json").read_text()) == {"a": 2.75, "b": 1.0}
+    assert not (tmp_path / "env.json").exists()  # not interrupted
+
+
+def test_an_interrupted_session_is_marked_and_keeps_the_old_estimates(tmp_path, hooks):
+    config = _config(tmp_path)
+    plugin.pytest_sessionfinish(SimpleNamespace(config=config), pytest.ExitCode.INTERRUPTED)
+    assert not (tmp_path / "durations.json").exists()
+    assert json.loads((tmp_path / "env.json").read_text())["interrupted"] == "SIGINT"
+    signalled = _config(tmp_path / "b", signal="SIGTERM")
+    (tmp_path / "b").mkdir()
+    plugin.pytest_sessionfinish(SimpleNamespace(config=signalled), pytest.ExitCode.OK)
+    assert json.loads((tmp_path / "b" / "env.json").read_text())["interrupted"] == "SIGTERM"
+    assert not (tmp_path / "b" / "durations.json").exists()
+    plugin.pytest_sessionfinish(SimpleNamespace(config=SimpleNamespace(stash={})), pytest.ExitCode.INTERRUPTED)
+
+
+def test_a_failing_env_update_goes_to_the_log(tmp_path):
+    (tmp_path / "env.json").write_text("{not json")
+    plugin._mark_interrupted(tmp_path, "SIGHUP")
+    log = (tmp_path / "logs" / "polyperf.log").read_text()
+    assert log.startswith("env.json: could not record the SIGHUP that stopped the run: ")
+
+
+def test_sigterm_and_sighup_stop_the_session_like_ctrl_c(tmp_path):
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    config = _config(tmp_path)
+    try:
+        plugin._stop_on_signals(config)
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            with pytest.raises(KeyboardInterrupt):
+                signal.getsignal(sig)(sig, None)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert config.stash[plugin._SIGNAL] == "SIGHUP"  # the first one is what stopped the run
+    assert json.loads((tmp_path / "env.json").read_text())["interrupted"] == "SIGHUP"
+
+
+def test_report_header_and_the_end_of_a_session(tmp_path, capsys):
+    assert plugin.pytest_report_header(SimpleNamespace(stash={})) is None
+    run_dir = new_run_dir(tmp_path, "r")
+    config = _config(run_dir, owns=True)
+    assert plugin.pytest_report_header(config) == f"polyperf: profile=smoke run_dir={run_dir}"
+    plugin.pytest_unconfigure(SimpleNamespace(stash={}))  # a session without a run: nothing to finish
+    plugin.pytest_unconfigure(config)
+    assert (run_dir / "results.parquet").exists() and (tmp_path / "latest").resolve() == run_dir.resolve()
+    assert capsys.readouterr().out == f"\npolyperf: results in {run_dir} (render with `polyperf report {run_dir}`)\n"
+    given = new_run_dir(tmp_path, "given")
+    plugin.pytest_unconfigure(_config(given, owns=False))
+    assert (given / "results.csv").exists() and (tmp_path / "latest").resolve() == run_dir.resolve()
+
+
+def test_live_lines_go_past_the_capture_to_the_terminal(capsys):
+    lines = []
+    reporter = SimpleNamespace(write_line=lines.append, flush=lambda: lines.append("<flush>"))
+    config = SimpleNamespace(pluginmanager=FakePlugins({"terminalreporter": reporter}))
+    plugin.live_line_sink(config)("building x")
+    assert lines == ["building x", "<flush>"]
+    plugin.live_line_sink(SimpleNamespace(pluginmanager=FakePlugins({})))("no terminal")
+    assert capsys.readouterr().err == "no terminal\n"
+
+
+def test_live_lines_suspend_the_capture_while_they_write():
+    events = []
+
+    @contextlib.contextmanager
+    def disabled():
+        events.append("capture off")
+        yield
+        events.append("capture on")
+
+    capman = SimpleNamespace(global_and_fixture_disabled=disabled)
+    reporter = SimpleNamespace(write_line=events.append, flush=lambda: None)
+    plugin.live_line_sink(
+        SimpleNamespace(pluginmanager=FakePlugins({"capturemanager": capman, "terminalreporter": reporter}))
+    )("x")
+    assert events == ["capture off", "x", "capture on"]
