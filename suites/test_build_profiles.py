@@ -1,25 +1,30 @@
-"""Compiler and allocator settings under load (the actix-web matrix multiplication article): actix_matrix in
-five variants — dev ('D'), plain release, release-lto ('R': lto, codegen-units=1, panic=abort, strip),
-native ('ROpt': + target-cpu=native) and native-mimalloc ('ROptMimAlloc') — measured for what each setting
-costs (clean build time in a target directory of its own, binary size) and what it buys under load
-(throughput, latency, server CPU per request).
+"""Compiler and allocator settings (the actix-web matrix multiplication article), one setting at a time:
+actix_matrix built as the ladder dev ('D'); Cargo's default release; release + fat LTO; + codegen-units=1;
++ panic=abort (each alone); the article's profile 'R' (`release-lto`: all three plus strip); + target-cpu=native
+('ROpt'); + mimalloc ('ROptMimAlloc'). Each variant is proven from its binary, not its name, and measured for
+what it costs (clean build time in a target directory of its own, binary size), what its code generation buys
+(the multiply alone, timed inside the served binary: `actix_matrix bench`) and what it buys served (oha
+ceiling, server CPU per request), one server at a time in a seeded random order per repeat.
 
-`POST /matrix-multiplication {"n": 120}`: N chosen so that one request costs about a millisecond of server CPU
-in release on a current x86 core (N = 128 is avoided: a power-of-two stride costs ~3x more in cache misses).
-Loads, variants interleaved repeat by repeat: oha closed at 64 connections for a time (`ceiling`), and the
-article's client shape — many concurrent clients and a fixed request count (`article_shape`, drill in the
-article; oha here, drill too when installed: `cargo install drill@0.9.1 --locked`). Each variant is proven
-different from the binary (debug info, instruction set, allocator symbols), not from its name.
+`POST /matrix-multiplication {"n": N}`. The article does not publish N, and the dev/release ratio depends on it
+(how much of a request is the optimisable loop), so N is swept: the ladder at N = 120 (about a millisecond of
+release CPU per request; N = 128 is avoided, a power-of-two stride costs ~3x in cache misses) and dev, release
+and 'R' at every size of the sweep.
 """
 
 from __future__ import annotations
 
 import json
+import random
+from pathlib import Path
 
 import pytest
 
-from polyperf.build import build, get_app
-from polyperf.build.variant_proof import variant_facts
+from polyperf.build import APPS, build
+from polyperf.build.registry import MATRIX_LADDER
+from polyperf.build.variant_proof import cpu_has_avx2_bmi2, ladder_failures, variant_facts
+from polyperf.common import procs
+from polyperf.common.logs import log_tail
 from polyperf.errors import PolyperfError
 from polyperf.load.drill_driver import ensure_drill, run_drill, to_load_result
 from polyperf.measure.sampler import measure
@@ -28,23 +33,37 @@ from polyperf.record.env import add_note
 from polyperf.record.rows import build_rows, measurement_rows
 from polyperf.serve.fleet import Fleet, Target
 
-VARIANTS = ("dev", "release", "release-lto", "native", "native-mimalloc")
-N = 120
-BODY = json.dumps({"n": N})
+APP = APPS["actix_matrix"]
+VARIANTS = MATRIX_LADDER
+SWEEP_VARIANTS = ("dev", "release", "release-lto")  # dev/release as a function of N, Cargo's and the article's
+MAIN_N = 120
 PATH = "/matrix-multiplication"
-TARGETS = [Target(f"actix_matrix:{v}", PATH, v, params={"n": N}) for v in VARIANTS]
+TARGETS = [Target(f"actix_matrix:{v}", PATH, v, params={"n": MAIN_N}) for v in VARIANTS]
+SWEEP_TARGETS = [t for t in TARGETS if t.variant in SWEEP_VARIANTS]
+
+
+def body(n: int) -> str:
+    return json.dumps({"n": n})
 
 
 @pytest.fixture(scope="module")
 def plan(profile):
     return {
-        "repeats": profile.pick(smoke=1, quick=3, full=5),
-        "ceiling_s": profile.pick(smoke=1.0, quick=1.5, full=5.0),
-        "shape_repeats": profile.pick(smoke=1, quick=2, full=3),
+        # independent repeats of every series a verdict uses: 6 give a 95% interval of a median or a paired ratio;
+        # the ladder gets more, as its single settings differ by a few percent on a noisy shared machine
+        "repeats": profile.pick(smoke=2, quick=8, full=12),
+        "sweep_repeats": profile.pick(smoke=2, quick=6, full=10),
+        "ceiling_s": profile.pick(smoke=0.4, quick=0.6, full=3.0),
+        # one actix worker per server CPU: a few requests in flight keep it busy; more only queue (and drain)
+        "connections": 8,
+        "sizes": profile.pick(smoke=(8, MAIN_N), quick=(4, 24, MAIN_N), full=(1, 4, 16, 48, MAIN_N, 256)),
+        # one process per round: its speed varies from process to process here (VM placement), not within one
+        "bench_round_ms": profile.pick(smoke=5, quick=10, full=50),
+        "bench_rounds": profile.pick(smoke=2, quick=12, full=20),
         # the article: 500 concurrent clients, 50,000 and 100,000 requests; bounded in time for the dev build
-        "shape": profile.pick(smoke=[(50, 300)], quick=[(500, 2_000)], full=[(500, 50_000), (500, 100_000)]),
-        "shape_s": profile.pick(smoke=5.0, quick=10.0, full=150.0),
-        "drill": profile.pick(smoke=False, quick=True, full=True),
+        "shape": profile.pick(smoke=[], quick=[], full=[(500, 50_000), (500, 100_000)]),
+        "shape_s": 150.0,
+        "drill": profile.pick(smoke=False, quick=False, full=True),
     }
 
 
@@ -55,7 +74,12 @@ def builds(run_dir, record):
     for target in TARGETS:
         result = build(target.app, log_dir=run_dir / "logs")
         results[target.variant] = result
-        record.many(build_rows(result), case="build", implementation="actix_matrix", variant=target.variant)
+        spec = APP.variants[target.variant]
+        settings = {"profile": spec.cargo_profile, "rustflags": spec.rustflags or "", "features": list(spec.features)}
+        rows = build_rows(result)
+        if result.cpu_seconds is not None:
+            rows.append(("build_cpu_seconds", result.cpu_seconds, "s", {"cached": result.cached}))
+        record.many(rows, case="build", implementation="actix_matrix", variant=target.variant, params=settings)
     return results
 
 
@@ -66,34 +90,93 @@ def fleet(builds, load_options, run_dir):
 
 
 def test_variants_really_differ(builds, record):
-    """From the binaries: dev is a debug build; R strips its symbols; native uses AVX/BMI2 that the
-    generic build does not; only native-mimalloc links mimalloc."""
-    facts = {v: variant_facts(get_app(f"actix_matrix:{v}")[0].binary(v)) for v in VARIANTS}
+    """From the binaries: dev is a debug build; fat LTO leaves no ThinLTO-promoted symbols; one codegen unit
+    fewer; panic=abort drops the landing pads; 'R' is stripped; native uses AVX/BMI2 that the generic build does
+    not; only native-mimalloc links mimalloc (`ladder_failures` states each rule)."""
+    facts = {v: variant_facts(r.binary, instructions=v in ("release-lto", "native")) for v, r in builds.items()}
     for variant, f in facts.items():
         common = {"case": "binary", "implementation": "actix_matrix", "variant": variant}
-        record("vex_instruction_share", f.instructions.vex_share, "ratio", **common)
         record("links_mimalloc", float(f.mimalloc), "count", **common)
         record("debug_info", float(f.debug_info), "count", **common)
-    assert facts["dev"].debug_build and not facts["release"].debug_build
-    assert not facts["release"].stripped and facts["release-lto"].stripped  # strip = true is one of R's settings
-    generic, native = facts["release-lto"].instructions, facts["native"].instructions
-    assert native.vex_share >= 3 * max(generic.vex_share, 1e-6), (native, generic)
-    assert [v for v, f in facts.items() if f.mimalloc] == ["native-mimalloc"]
+        record("except_table_bytes", float(f.except_table_bytes), "bytes", **common)
+        record("llvm_promoted_symbols", float(f.promoted_symbols), "count", **common)
+        if f.instructions is not None:
+            record("vex_instruction_share", f.instructions.vex_share, "ratio", **common)
+    assert ladder_failures(facts, native_cpu=cpu_has_avx2_bmi2()) == []
 
 
-def test_ceiling(env, plan):
-    for repeat, target in env.interleave(plan["repeats"]):
+def _bench(binary: Path, sizes, *, round_ms: int, rounds: int, cpus, log: Path) -> list[dict]:
+    """`actix_matrix bench`: the multiply alone in the served binary, pinned where the servers run."""
+    log.unlink(missing_ok=True)
+    cmd = [str(binary), "bench", "--n", ",".join(map(str, sizes)), "--rounds", str(rounds), "--round-ms", str(round_ms)]
+    proc = procs.spawn(cmd, log_path=log, cpus=cpus)
+    try:
+        code = proc.wait(timeout=120)
+    finally:
+        procs.stop(proc, grace=5.0)
+    if code != 0:
+        raise PolyperfError(f"{' '.join(cmd)} exited {code}: {log_tail(log, 3)} (log {log})")
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
+def test_multiply_alone(builds, plan, record, load_options, run_dir):
+    """Code generation apart from serving: the multiply's time per call in each variant's own binary, before any
+    server runs. One round per variant per repeat, variants in a seeded random order per repeat (rounds are the
+    independent samples, paired by repeat)."""
+    order = random.Random(f"{load_options.seed}:build_profiles:multiply")  # the run's seed (env.json has it)
+    for repeat in range(plan["bench_rounds"]):
+        for slot, variant in enumerate(order.sample(VARIANTS, len(VARIANTS))):
+            rounds = _bench(
+                builds[variant].binary,
+                plan["sizes"],
+                round_ms=plan["bench_round_ms"],
+                rounds=1,
+                cpus=load_options.server_cpus,
+                log=run_dir / "logs" / f"bench-actix_matrix-{variant}.log",
+            )
+            for r in rounds:
+                params = {"n": r["n"], "iterations": r["iterations"], "slot": slot}
+                common = {"case": "multiply", "implementation": "actix_matrix", "variant": variant, "repeat": repeat}
+                record("seconds_per_multiply", r["seconds"] / r["iterations"], "s", params=params, **common)
+                if r.get("cpu_seconds") is not None:  # the thread's time on a CPU: no preemption in it
+                    record("cpu_s_per_multiply", r["cpu_seconds"] / r["iterations"], "s", params=params, **common)
+            assert {r["n"] for r in rounds} == set(plan["sizes"]), rounds
+
+
+def _ceilings(env, plan, targets, n: int, repeats: int) -> None:
+    for repeat, target in env.interleave(repeats, targets):
         m = env.oha(
-            target, case="ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=64, method="POST", body=BODY
+            target,
+            case="ceiling",
+            repeat=repeat,
+            duration=plan["ceiling_s"],
+            connections=plan["connections"],
+            method="POST",
+            body=body(n),
+            params={"n": n},
         )
         if m is not None:
             assert m.load.successes > 0 and m.load.failures == 0, m.load
 
 
+def test_ceiling_ladder(env, plan):
+    """Every variant at N = 120: throughput and server CPU per request."""
+    _ceilings(env, plan, TARGETS, MAIN_N, plan["repeats"])
+
+
+def test_ceiling_sweep(env, plan):
+    """dev, release and 'R' at the other matrix sizes: the dev/release ratio as a function of N."""
+    for n in plan["sizes"]:
+        if n != MAIN_N:
+            _ceilings(env, plan, SWEEP_TARGETS, n, plan["sweep_repeats"])
+
+
 def test_article_shape(env, plan):
     """Many concurrent clients, a fixed request count (bounded in time too: the dev build is slow)."""
+    if not plan["shape"]:
+        pytest.skip("the article's client shape runs in the full profile")
     for concurrency, requests in plan["shape"]:
-        for repeat, target in env.interleave(plan["shape_repeats"]):
+        for repeat, target in env.interleave(plan["repeats"] // 3 or 1):
             env.oha(
                 target,
                 case="article_shape",
@@ -102,15 +185,15 @@ def test_article_shape(env, plan):
                 connections=concurrency,
                 max_requests=requests,
                 method="POST",
-                body=BODY,
-                params={"requests": requests},
+                body=body(MAIN_N),
+                params={"requests": requests, "n": MAIN_N},
             )
 
 
 def test_article_shape_drill(env, plan, fleet, run_dir):
     """The article's own client, drill, where it is installed (it takes minutes to build from crates.io)."""
     if not plan["drill"]:
-        pytest.skip("drill runs in the quick and full profiles")
+        pytest.skip("drill runs in the full profile")
     try:
         drill = ensure_drill(install=False)
     except PolyperfError as exc:
@@ -126,7 +209,7 @@ def test_article_shape_drill(env, plan, fleet, run_dir):
                 run_drill(
                     server.url,
                     PATH,
-                    {"n": N},
+                    {"n": MAIN_N},
                     concurrency=min(concurrency, n),
                     requests=n,
                     client_cpus=env.client_cpus,

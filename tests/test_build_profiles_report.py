@@ -51,6 +51,10 @@ def _table() -> pd.DataFrame:
         rows += _rows("multiply", "cpu_s_per_multiply", variant, 120, _noisy(seconds))
     # client-bound runs that would say otherwise: left out
     rows += _rows("ceiling", "rps", "native", 120, [1.0] * 6, bound=True)
+    # server CPU per request: 12x more in dev at N = 4 (the release run was client-bound: its CPU still counts)
+    for n, dev_over_release in ((4, 12.0), (24, 30.0)):
+        rows += _rows("ceiling", "cpu_s_per_request", "release-lto", n, _noisy(1e-4), bound=n == 4)
+        rows += _rows("ceiling", "cpu_s_per_request", "dev", n, _noisy(1e-4 * dev_over_release))
     return pd.DataFrame(rows)
 
 
@@ -64,8 +68,11 @@ def test_speedup_pairs_repeats_and_inverts_times() -> None:
     assert bp.speedup(table, bp.SERVED, "release", "dev", 7) is None
 
 
-def test_client_bound_runs_are_left_out() -> None:
-    assert bp.speedup(_table(), bp.SERVED, "native", "release", 120) is None
+def test_client_bound_runs_are_left_out_of_throughput_but_not_of_cpu_per_request() -> None:
+    table = _table()
+    assert bp.speedup(table, bp.SERVED, "native", "release", 120) is None
+    capacity = bp.speedup(table, bp.CAPACITY, "release-lto", "dev", 4)
+    assert capacity is not None and capacity.median == pytest.approx(12.0)
 
 
 def test_sizes_are_read_from_the_rows() -> None:
@@ -93,8 +100,18 @@ def test_attribution_names_the_settings_and_what_is_left() -> None:
     assert text.startswith("R / release 1.16x")  # 1.155, printed to two places
     assert "fat LTO alone 1.10x" in text and "codegen-units=1 alone 1.05x" in text and "panic=abort alone 1.00x" in text
     assert f"Their product, {1.10 * 1.05:.2f}x, leaves {1.155 / (1.10 * 1.05):.2f}x" in text
-    assert "The largest single effect is fat LTO" in text
-    assert "panic=abort" not in text.split("whose interval excludes 1:")[1]
+    assert "the settings shown to matter (interval excluding 1): fat LTO, codegen-units=1." in text
+    assert "do not differ measurably" not in text
+
+
+def test_attribution_says_when_nothing_is_shown_to_matter() -> None:
+    table = _table()
+    noisy = table["variant"].isin([*bp.SETTINGS, bp.ARTICLE]) & (table["metric"] == "rps")
+    table.loc[noisy, "value"] *= [0.5, 2.0, 0.6, 1.6, 1.0, 1.0] * (int(noisy.sum()) // 6)
+    text = bp.attribution(table, bp.SERVED)
+    assert text is not None
+    assert "R and Cargo's release do not differ measurably in this run" in text
+    assert "no single setting is shown to matter at this precision" in text
 
 
 def test_attribution_needs_every_single_setting() -> None:
@@ -107,8 +124,9 @@ def test_figures_render_from_the_table() -> None:
     try:
         names = [f.name for f in figures]
         assert names[:3] == ["build_ratio_vs_n", "build_ladder", "build_attribution"]
-        assert "build_rps" in names and "build_cpu" not in names  # no CPU rows in this table
-        assert "above the article's" in figures[0].caption
+        assert "build_rps" in names and "build_cpu" in names and "build_cost" not in names  # no build rows here
+        assert figures[0].caption.startswith("Served capacity: R/D is above the article's 2.64x at every N measured")
+        assert "12.00x" in figures[0].caption and "N = 4" in figures[0].caption
     finally:
         for f in figures:
             plt.close(f.figure)

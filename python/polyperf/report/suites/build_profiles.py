@@ -44,17 +44,21 @@ ARTICLE_TABLE = (
 # is better; the wall time is recorded too, but a shared machine's preemptions land in it)
 SERVED = ("ceiling", "rps")
 ALONE = ("multiply", "cpu_s_per_multiply")
+# served capacity: server CPU per request (counted even in client-bound runs, where req/s measures the client)
+CAPACITY = ("ceiling", "cpu_s_per_request")
 
 
 def _by_repeat(table: pd.DataFrame, case: str, metric: str, variant: str, n: int) -> dict[int, float]:
-    """{repeat: value} of one series; client-bound runs left out (they measure the client, not the build)."""
+    """{repeat: value} of one series; for req/s, client-bound runs left out (they measure the client, not the
+    build); the server's CPU per request is its own in any run."""
     sel = table[
         (table["case"] == case)
         & (table["metric"] == metric)
         & (table["variant"] == variant)
         & (table["params"].map(lambda p: p.get("n")) == n)
-        & ~table["client_bound"].astype(bool)
     ]
+    if metric == "rps":
+        sel = sel[~sel["client_bound"].astype(bool)]
     return dict(zip(sel["repeat"].astype(int), sel["value"].astype(float), strict=True))
 
 
@@ -113,16 +117,16 @@ def _ratio_vs_n(table: pd.DataFrame) -> Figure | None:
     fig, ax = new_axes(8.5, 4.5)
     drawn, article_points = 0, {}
     lines = [
-        (SERVED, ARTICLE, "served: R / dev", "-"),
-        (SERVED, BASELINE, "served: release / dev", "--"),
-        (ALONE, ARTICLE, "multiply alone: R / dev", ":"),
-        (ALONE, BASELINE, "multiply alone: release / dev", "-."),
+        (CAPACITY, ARTICLE, "served capacity (server CPU per request): R / dev", "-"),
+        (SERVED, ARTICLE, "served req/s (server-bound runs): R / dev", "--"),
+        (SERVED, BASELINE, "served req/s (server-bound runs): release / dev", "-."),
+        (ALONE, ARTICLE, "multiply alone (CPU per call): R / dev", ":"),
     ]
     for i, (series, variant, label, style) in enumerate(lines):
         points = {n: s for n in sizes(table, series) if (s := speedup(table, series, variant, "dev", n)) is not None}
         if not points:
             continue
-        if series == SERVED and variant == ARTICLE:
+        if series == CAPACITY and variant == ARTICLE:
             article_points = points
         ns = sorted(points)
         med = np.array([points[n].median for n in ns])
@@ -142,12 +146,14 @@ def _ratio_vs_n(table: pd.DataFrame) -> Figure | None:
     ax.set_title("How much the release build buys depends on N")
     ax.legend(fontsize=8)
     verdict = article_range(article_points) if article_points else "R/D was not served at any N."
+    verdict = f"Served capacity: {verdict}"
     return Figure(
         "build_ratio_vs_n",
         "Release over dev as a function of the matrix size",
-        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat, client-bound runs left "
-        "out. Multiply alone: `actix_matrix bench` in the same binaries (no HTTP), so the gap between the two "
-        f"curves is what serving costs in each build. {ARTICLE_TABLE} {pinning(table)}.",
+        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat; req/s only from runs the "
+        "server, not the client, limited; capacity from the server's CPU per request in every run (where both "
+        "exist they agree). Multiply alone: `actix_matrix bench` in the same binaries (no HTTP), so the gap "
+        f"between the curves is what serving costs in each build. {ARTICLE_TABLE} {pinning(table)}.",
         fig,
     )
 
@@ -202,17 +208,21 @@ def attribution(table: pd.DataFrame, series: tuple[str, str], n: int = MAIN_N) -
     measured = {name: s for name, s in parts.items() if s is not None}
     product = math.prod(s.median for s in measured.values())
     biggest = max(measured, key=lambda name: abs(math.log(measured[name].median)))
-    settled = [name for name, s in measured.items() if s.has_interval and not s.low <= 1.0 <= s.high]
+    settled = [name for name, s in measured.items() if _excludes_one(s)]
     singles = "; ".join(f"{name} alone {_fmt(s)}" for name, s in measured.items())
+    if settled:
+        verdict = f"the settings shown to matter (interval excluding 1): {', '.join(settled)}."
+    else:
+        verdict = f"no single setting is shown to matter at this precision (largest point estimate: {biggest})."
+    differ = "" if _excludes_one(whole) else " R and Cargo's release do not differ measurably in this run, and"
     return (
         f"R / release {_fmt(whole)}. {singles}. Their product, {product:.2f}x, leaves {whole.median / product:.2f}x "
-        f"to strip and to how the settings interact. The largest single effect is {biggest}; "
-        + (
-            f"the settings whose interval excludes 1: {', '.join(settled)}."
-            if settled
-            else "no single setting's interval excludes 1: none of them is shown to matter at this precision."
-        )
+        f"to strip and to how the settings interact.{differ} {verdict}"
     )
+
+
+def _excludes_one(s: Summary) -> bool:
+    return s.has_interval and not s.low <= 1.0 <= s.high
 
 
 def _attribution(table: pd.DataFrame) -> Figure | None:
