@@ -15,8 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from polyperf.load.common import LoadResult
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.rows_check import RowsCheck
+from polyperf.measure.sampler import Measurement, Usage
 from polyperf.record import count_runs, db_runs
 from polyperf.record import pytest_plugin as plugin
 from polyperf.record.run_dir import new_run_dir
@@ -334,3 +336,62 @@ def test_live_lines_suspend_the_capture_while_they_write():
         SimpleNamespace(pluginmanager=FakePlugins({"capturemanager": capman, "terminalreporter": reporter}))
     )("x")
     assert events == ["capture off", "x", "capture on"]
+
+
+# --- the database's cost beside the app's ------------------------------------------------------------------
+
+
+def _post_runs(cpus, shared, extra_cpu=None):
+    runs = object.__new__(db_runs.PostRuns)  # no database: only the arithmetic of db_metrics is used
+    runs.db = db_runs.Database("dsn", 1, cpus, shared)
+    runs.env = SimpleNamespace(**({"extra_cpu": extra_cpu} if extra_cpu is not None else {}))
+    return runs
+
+
+def _db_measurement(db_cpu: float | None, requests: int = 100):
+    load = LoadResult("oha", "closed", "http://127.0.0.1/", 0.0, 2.0, requests, requests, 0, {}, 1e-6)
+    server = Usage(cpu_seconds=1.0, wait_seconds=0.0, rss_mean=1.0, rss_peak=1, threads_max=1, samples=1)
+    extra = {} if db_cpu is None else {"db": dataclasses.replace(server, cpu_seconds=db_cpu)}
+    return Measurement(load=load, server=server, client=server, client_cores=1, extra=extra)
+
+
+def test_db_metrics_per_request_and_per_insert():
+    probe = SimpleNamespace(samples=[1], peak=7, mean=3.5, open_peak=9, rss=[1], rss_peak=1000, pss=600)
+    rows = _post_runs([0, 1], shared=False).db_metrics(_db_measurement(3.0), probe, inserts=50)
+    proc = {"db_cpu_source": "proc"}
+    assert rows == [
+        ("db_connections_peak", 7.0, "count", {}),
+        ("db_connections_mean", 3.5, "count", {}),
+        ("db_connections_open_peak", 9.0, "count", {}),
+        ("db_rss_peak_bytes", 1000.0, "bytes", {}),
+        ("db_pss_bytes", 600.0, "bytes", {}),
+        ("db_cpu_s_per_request", 0.03, "s", proc),
+        ("db_cpu_share", 0.75, "ratio", proc),
+        ("db_bound", 0.0, "ratio", proc),  # 75% of its own two cores: under the 90% line
+        ("total_cpu_s_per_request", 0.04, "s", proc),
+        ("app_cpu_s_per_insert", 0.02, "s", proc),
+        ("db_cpu_s_per_insert", 0.06, "s", proc),
+        ("db_cpu_fraction_of_total", 0.75, "ratio", proc),
+    ]
+    assert all(type(value) is float for _, value, _, _ in rows)
+
+
+def test_db_metrics_bound_source_and_what_is_left_out():
+    shared = _post_runs([0], shared=True, extra_cpu={"db": object()}).db_metrics(_db_measurement(1.0), None)
+    source = {"db_cpu_source": "cgroup"}
+    assert shared == [
+        ("db_cpu_s_per_request", 0.01, "s", source),
+        ("db_cpu_share", 0.5, "ratio", source),
+        ("db_bound", 1.0, "ratio", source),  # with the app: 100% of one shared core, half of it PostgreSQL's
+        ("total_cpu_s_per_request", 0.02, "s", source),
+    ]
+    empty_probe = SimpleNamespace(samples=[], rss=[], pss=None)
+    assert _post_runs([], shared=False).db_metrics(_db_measurement(None), empty_probe) == []
+    assert _post_runs([0], shared=False).db_metrics(_db_measurement(1.0, requests=0), None) == []
+    no_cpu = _post_runs([], shared=False).db_metrics(_db_measurement(0.0), None, inserts=5)
+    proc = {"db_cpu_source": "proc"}
+    assert no_cpu[-3:] == [
+        ("app_cpu_s_per_insert", 0.2, "s", proc),
+        ("db_cpu_s_per_insert", 0.0, "s", proc),
+        ("db_cpu_fraction_of_total", 0.0, "ratio", proc),
+    ]
