@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import FuncFormatter
 
 from polyperf.analyse.stats import Summary, ratio
 from polyperf.report.figure import COLORS, Figure, grouped_bars, new_axes
@@ -141,6 +142,10 @@ def _ratio_vs_n(table: pd.DataFrame) -> Figure | None:
     ax.axhline(ARTICLE_R_OVER_D, color="black", lw=1.0, label=f"article: R / D = {ARTICLE_R_OVER_D:.2f}x (Drill)")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
+    ax.set_xticks(sorted({n for series, *_ in lines for n in sizes(table, series)}))
     ax.set_xlabel('matrix size N (POST {"n": N})')
     ax.set_ylabel("times faster than dev (median, 95% CI)")
     ax.set_title("How much the release build buys depends on N")
@@ -150,19 +155,21 @@ def _ratio_vs_n(table: pd.DataFrame) -> Figure | None:
     return Figure(
         "build_ratio_vs_n",
         "Release over dev as a function of the matrix size",
-        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat; req/s only from runs the "
-        "server, not the client, limited; capacity from the server's CPU per request in every run (where both "
-        "exist they agree). Multiply alone: `actix_matrix bench` in the same binaries (no HTTP), so the gap "
-        f"between the curves is what serving costs in each build. {ARTICLE_TABLE} {pinning(table)}.",
+        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat; capacity from the server's "
+        "CPU per request (its cgroup's count) in every run; req/s only from runs the client did not limit, and "
+        "below the capacity ratio wherever the faster server was not kept fully busy (by a one-core client, or "
+        "by neighbours on a shared machine). Multiply alone: `actix_matrix bench` in the same binaries (no "
+        f"HTTP), so the gap between the curves is what serving costs in each build. {ARTICLE_TABLE} "
+        f"{pinning(table)}.",
         fig,
     )
 
 
 def _ladder(table: pd.DataFrame) -> Figure | None:
-    rungs = [v for v in VARIANTS if v != BASELINE]
+    rungs = [v for v in VARIANTS if v not in (BASELINE, "dev")]  # dev, ~50x off, is in the ratio-vs-N figure
     both = {
         label: {v: speedup(table, series, v, BASELINE, MAIN_N) for v in rungs}
-        for label, series in (("served (oha ceiling)", SERVED), ("multiply alone", ALONE))
+        for label, series in (("served (server CPU per request)", CAPACITY), ("multiply alone", ALONE))
     }
     if not any(s is not None for per in both.values() for s in per.values()):
         return None
@@ -185,15 +192,16 @@ def _ladder(table: pd.DataFrame) -> Figure | None:
             )
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xticks(x, rungs, fontsize=8, rotation=20)
-    ax.set_yscale("log")
     ax.set_ylabel(f"times faster than {BASELINE} (median, 95% CI)")
     ax.set_title(f"What each rung of the ladder buys (N = {MAIN_N}), relative to Cargo's default release")
     ax.legend(fontsize=8)
     return Figure(
         "build_ladder",
         "Each build setting, served and in its code alone",
-        f"Ratio to Cargo's default release at N = {MAIN_N}, pairs of the same repeat: served throughput (oha "
-        "ceiling, client-bound runs left out) and the multiply's time per call in the same binary. "
+        f"Ratio to Cargo's default release at N = {MAIN_N}, pairs of the same repeat: served capacity (the server's "
+        "CPU per request under an oha ceiling, counted by its cgroup) and the multiply's CPU time per call in the "
+        "same binary. Capacity, not req/s: on a shared machine req/s also measures how much CPU the neighbours "
+        "left the server (req/s per variant is in the next figures). "
         f"{ARTICLE_TABLE}",
         fig,
     )
@@ -226,12 +234,13 @@ def _excludes_one(s: Summary) -> bool:
 
 
 def _attribution(table: pd.DataFrame) -> Figure | None:
-    texts = {label: attribution(table, series) for label, series in (("Served", SERVED), ("Multiply alone", ALONE))}
+    pairs = (("Served (server CPU per request)", CAPACITY), ("Multiply alone (CPU per call)", ALONE))
+    texts = {label: attribution(table, series) for label, series in pairs}
     if not any(texts.values()):
         return None
     names = [*SETTINGS.values(), "product", "R (all + strip)"]
     fig, ax = new_axes(8.5, 4.2)
-    for i, series in enumerate((SERVED, ALONE)):
+    for i, series in enumerate((CAPACITY, ALONE)):
         singles = [speedup(table, series, v, BASELINE, MAIN_N) for v in SETTINGS]
         whole = speedup(table, series, ARTICLE, BASELINE, MAIN_N)
         if whole is None or any(s is None for s in singles):
