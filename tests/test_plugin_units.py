@@ -395,3 +395,69 @@ def test_db_metrics_bound_source_and_what_is_left_out():
         ("db_cpu_s_per_insert", 0.0, "s", proc),
         ("db_cpu_fraction_of_total", 0.0, "ratio", proc),
     ]
+
+
+# --- the command-line options and their environment defaults -----------------------------------------------
+
+
+class FakeParser:
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[str, dict]] = {}
+
+    def getgroup(self, name: str):
+        options = self.groups.setdefault(name, {})
+        return SimpleNamespace(addoption=lambda flag, **kw: options.__setitem__(flag, kw))
+
+
+def _options_table(monkeypatch, env: dict[str, str]) -> dict[str, dict]:
+    for name in [k for k in os.environ if k.startswith("POLYPERF_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    parser = FakeParser()
+    plugin.pytest_addoption(parser)
+    assert list(parser.groups) == ["polyperf"]
+    return {flag: {k: v for k, v in kw.items() if k != "help"} for flag, kw in parser.groups["polyperf"].items()}
+
+
+def test_options_and_their_defaults_without_environment(monkeypatch):
+    assert _options_table(monkeypatch, {}) == {
+        "--polyperf-profile": {"choices": plugin.PROFILES, "default": "quick"},
+        "--polyperf-out": {"default": "reports"},
+        "--polyperf-run-dir": {"default": None},
+        "--server-cpus": {"default": None},
+        "--client-cpus": {"default": None},
+        "--server-cpu-quota": {"default": None, "metavar": "FRACTION|auto|none"},
+        "--cpu-quota-period-ms": {"type": float, "default": 10.0},
+        "--database-url": {"default": None, "metavar": "URL"},
+        "--flamegraph": {"action": "store_true", "default": False},
+        "--seed": {"type": int, "default": None},
+    }
+
+
+def test_every_option_takes_its_default_from_the_environment(monkeypatch):
+    env = {
+        "POLYPERF_PROFILE": "smoke",
+        "POLYPERF_OUT": "elsewhere",
+        "POLYPERF_SERVER_CPUS": "0",
+        "POLYPERF_CLIENT_CPUS": "1",
+        "POLYPERF_SERVER_CPU_QUOTA": "auto",
+        "POLYPERF_CPU_QUOTA_PERIOD_MS": "100",
+        "POLYPERF_DATABASE_URL": "postgresql://x",
+        "POLYPERF_FLAMEGRAPH": "1",
+        "POLYPERF_SEED": "42",
+    }
+    defaults = {flag: kw["default"] for flag, kw in _options_table(monkeypatch, env).items()}
+    assert defaults == {
+        "--polyperf-profile": "smoke",
+        "--polyperf-out": "elsewhere",
+        "--polyperf-run-dir": None,
+        "--server-cpus": "0",
+        "--client-cpus": "1",
+        "--server-cpu-quota": "auto",
+        "--cpu-quota-period-ms": 100.0,
+        "--database-url": "postgresql://x",
+        "--flamegraph": True,
+        "--seed": 42,
+    }
+    assert _options_table(monkeypatch, {"POLYPERF_FLAMEGRAPH": "yes"})["--flamegraph"]["default"] is False
