@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from polyperf.analyse import claims as claims_mod
 from polyperf.analyse import stats
-from polyperf.analyse.claims import Verdict, evaluate, load_claims
+from polyperf.analyse.claims import Claim, Verdict, evaluate, load_claims
 from polyperf.analyse.compare import compare, to_markdown, verdict_changes, worst_regression
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
 from polyperf.record.schema import as_frame
@@ -302,3 +303,116 @@ def test_the_comparison_table_is_frozen_by_a_golden_file():
     assert worst_regression(table) == pytest.approx(table.loc[table["case"] == "parse", "change"].item())
     assert to_markdown(table.iloc[0:0]) == "_no series to compare_"
     assert to_markdown(table[table["label"] == "no change"], only_changes=True) == "_no series changed_"
+
+
+# --- claims: the rule in words, and each way a verdict is reached ------------------------------------------
+
+
+def _entry(rule: dict, **kw) -> Claim:
+    base = {"id": "c", "suite": "io", "source": "s", "statement": "t", "unit": "x", "measure": "value"}
+    return Claim(**{**base, "metric": "seconds", "select": {"case": "parse"}, "rule": rule, **kw})
+
+
+def test_each_rule_in_words_and_its_bounds():
+    assert claims_mod._bounds(_entry({"kind": "within_factor", "factor": 2}, published=2_009_108.0)) == (
+        1_004_554.0,
+        4_018_216.0,
+        "reproduced if the interval lies within 1e+06–4.02e+06 (2,009,108 ÷/× 2)",
+    )
+    assert claims_mod._bounds(_entry({"kind": "within_abs", "tolerance": 0.5, "center": 3, "why": "rounding"})) == (
+        2.5,
+        3.5,
+        "reproduced if the interval lies within 2.5–3.5 (3 ± 0.5); rounding",
+    )
+    assert claims_mod._bounds(_entry({"kind": "less_than", "threshold": 1})) == (
+        -math.inf,
+        1.0,
+        "reproduced if the whole interval is below 1",
+    )
+    assert claims_mod._bounds(_entry({"kind": "greater_than", "threshold": 1.25})) == (
+        1.25,
+        math.inf,
+        "reproduced if the whole interval is above 1.25",
+    )
+    assert claims_mod._num(2.0) == "2" and claims_mod._num(1234.5678) == "1.23e+03" and claims_mod._num(0.5) == "0.5"
+
+
+def test_exact_counts_are_judged_on_every_repeat():
+    within = _entry({"kind": "within_abs", "tolerance": 0, "center": 4})
+    agree = Summary(4.0, 4.0, 4.0, 3, stats.METHOD_EXACT, 1)
+    assert claims_mod._judge(within, agree) == ("reproduced", "every repeat (n = 3) counted 4, judged exactly", 0.0)
+    off = Summary(5.0, 5.0, 5.0, 3, stats.METHOD_EXACT, 1)
+    assert claims_mod._judge(within, off)[0] == "not reproduced"
+    below = Summary(3.0, 3.0, 3.0, 3, stats.METHOD_EXACT, 1)
+    assert claims_mod._judge(within, below)[0] == "not reproduced"
+    mixed = Summary(4.0, 4.0, 5.0, 3, stats.METHOD_EXACT, 1)
+    assert claims_mod._judge(within, mixed) == (
+        "inconclusive",
+        "repeats disagree: every repeat (n = 3) counted 4–5, judged exactly",
+        0.0,
+    )
+
+
+def test_sampled_measurements_against_a_rule():
+    rule = _entry({"kind": "within_factor", "factor": 2.0}, published=10.0)  # accepts 5..20
+    few = Summary(10.0, math.nan, math.nan, 2, stats.METHOD_UNPAIRED, 4)
+    assert claims_mod._judge(rule, few) == ("inconclusive", "too few samples (n = 2; needs ≥ 4 per side)", None)
+    three = Summary(10.0, 9.0, 11.0, 2, stats.METHOD_MEDIAN, 1)
+    assert claims_mod._judge(rule, three) == ("inconclusive", "too few samples (n = 2; needs ≥ 3)", None)
+    inside = Summary(10.0, 9.0, 11.0, 6, stats.METHOD_MEDIAN, 6)
+    verdict, reason, floor = claims_mod._judge(rule, inside)
+    assert (verdict, floor) == ("reproduced", pytest.approx(0.1111111))
+    assert reason == f"95% interval 9–11 (n = 6, {stats.METHOD_MEDIAN}) lies where the rule accepts"
+    outside = Summary(40.0, 38.0, 42.0, 6, stats.METHOD_MEDIAN, 6)
+    assert claims_mod._judge(rule, outside)[:2] == (
+        "not reproduced",
+        f"95% interval 38–42 (n = 6, {stats.METHOD_MEDIAN}) lies where the rule rejects",
+    )
+    low = Summary(2.0, 1.9, 2.1, 6, stats.METHOD_MEDIAN, 6)
+    assert claims_mod._judge(rule, low)[0] == "not reproduced"
+    across = Summary(18.0, 12.0, 30.0, 6, stats.METHOD_MEDIAN, 6)  # a bound inside the interval is within its noise
+    assert claims_mod._judge(rule, across)[:2] == ("inconclusive", "within this run's noise (±66.7%) of 20")
+    signed = Summary(0.5, -1.0, 1.0, 6, stats.METHOD_MEDIAN, 6)  # a bound at 0 has no relative distance
+    assert claims_mod._judge(_entry({"kind": "less_than", "threshold": 0}), signed)[:2] == (
+        "inconclusive",
+        f"95% interval -1–1 (n = 6, {stats.METHOD_MEDIAN}) straddles a bound of the rule",
+    )
+    near = Summary(20.1, 20.0, 20.2, 6, stats.METHOD_MEDIAN, 6)
+    assert claims_mod._judge(rule, near) == ("inconclusive", "within this run's noise (±1.0%) of 20", 0.01)
+    zero = Summary(0.0, -1.0, 1.0, 6, stats.METHOD_MEDIAN, 6)  # no relative width: the entry's own floor
+    assert claims_mod._judge(_entry({"kind": "less_than", "threshold": 5}), zero)[::2] == ("reproduced", 0.01)
+
+
+def test_why_an_entry_measured_nothing():
+    frame = as_frame(
+        [
+            {"run_id": "r", "suite": "io", "case": "parse", "implementation": "x", "variant": "v", "metric": "seconds"}
+            | {"value": 1.0, "unit": "s", "repeat": 0, "client_bound": True, "params": {}}
+        ]
+    )
+    other = _entry({"kind": "less_than", "threshold": 1}, suite="net")
+    assert claims_mod.evaluate(frame, [other])[0].reason == "suite net has no rows in this run"
+    renamed = _entry({"kind": "less_than", "threshold": 1}, select={"case": "read"})
+    [v] = claims_mod.evaluate(frame, [renamed])
+    assert (v.verdict, v.reason) == (
+        "not measured",
+        "no rows match case = 'read' (suite io ran; a renamed case or a smaller profile?)",
+    )
+    tool = _entry({"kind": "less_than", "threshold": 1}, select={"case": "read"}, requires="wrk")
+    assert claims_mod.evaluate(frame, [tool])[0].reason == (
+        "needs wrk, which this run did not use (no rows match case = 'read' (suite io ran; a renamed case or a "
+        "smaller profile?))"
+    )
+    bound = _entry({"kind": "less_than", "threshold": 1}, select={"case": "parse", "client_bound": False})
+    assert claims_mod.evaluate(frame, [bound])[0].reason == (
+        "every row (1) was client-bound: left out, they measure the load generator"
+    )
+    side = _entry(
+        {"kind": "less_than", "threshold": 1},
+        measure="ratio",
+        numerator={"variant": "v"},
+        denominator={"variant": "w"},
+    )
+    assert claims_mod.evaluate(frame, [side])[0].reason == (
+        "no denominator rows match variant = 'w' (suite io ran; a renamed case or a smaller profile?)"
+    )
