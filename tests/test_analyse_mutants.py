@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from polyperf.analyse import claims as claims_mod
+from polyperf.analyse import compare as compare_mod
 from polyperf.analyse import stats
 from polyperf.analyse.claims import Claim, Verdict, evaluate, load_claims
-from polyperf.analyse.compare import compare, to_markdown, verdict_changes, worst_regression
+from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes, worst_regression
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
 from polyperf.record.schema import as_frame
 
@@ -416,3 +417,47 @@ def test_why_an_entry_measured_nothing():
     assert claims_mod.evaluate(frame, [side])[0].reason == (
         "no denominator rows match variant = 'w' (suite io ran; a renamed case or a smaller profile?)"
     )
+
+
+def test_the_comparison_figure_draws_each_changed_series_with_its_interval(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+    from matplotlib.container import ErrorbarContainer
+    from matplotlib.figure import Figure
+
+    drawn = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (drawn.append(fig), save(fig, *a, **k))[1])
+    table = compare(as_frame(_series_rows("A", 1, 1.0, 1.0)), as_frame(_series_rows("B", 2, 1.5, 1.2)))
+    assert compare_figure(table, tmp_path / "c.png") == tmp_path / "c.png"
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    [fig] = drawn
+    [ax] = fig.axes
+    shown = table[table["change"].notna()].assign(size=lambda t: t["change"].abs()).sort_values("size")
+    assert [p.get_width() for p in ax.patches] == pytest.approx((shown["change"] * 100).tolist())
+    assert [p.get_facecolor() for p in ax.patches] == [to_rgba(compare_mod._COLOURS[label]) for label in shown["label"]]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "same rust seconds",
+        "bound rust wrk rps",
+        'serve rust oha rps {"connections":64}',
+        "syscalls rust read_syscalls",
+        "parse rust seconds",
+        "few rust seconds",
+    ]
+    [errorbars] = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    whiskers = errorbars.lines[2][0].get_segments()
+    for (start, end), row in zip(whiskers, shown.itertuples(), strict=True):
+        low = row.change_low if math.isfinite(row.change_low) else row.change
+        high = row.change_high if math.isfinite(row.change_high) else row.change
+        assert (start[0], end[0]) == pytest.approx((low * 100, high * 100))
+    assert ax.get_title() == "B vs A" and ax.get_xlabel().startswith("change of the median, B vs A (%)")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "improved",
+        "regressed",
+        "no change",
+        "too few samples",
+    ]
+    assert tuple(fig.get_size_inches()) == pytest.approx((9, 1.5 + 0.3 * 6))
+    compare_figure(table, tmp_path / "two.png", max_rows=2)
+    assert [t.get_text() for t in drawn[-1].axes[0].get_yticklabels()] == ["parse rust seconds", "few rust seconds"]
+    compare_figure(table.iloc[0:0], tmp_path / "none.png")
+    assert tuple(drawn[-1].get_size_inches()) == pytest.approx((9, 1.8))
