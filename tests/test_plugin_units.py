@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -461,3 +462,110 @@ def test_every_option_takes_its_default_from_the_environment(monkeypatch):
         "--seed": 42,
     }
     assert _options_table(monkeypatch, {"POLYPERF_FLAMEGRAPH": "yes"})["--flamegraph"]["default"] is False
+
+
+# --- database runs: the rows check recorded beside the run, and the whole run's check -------------------------
+
+
+class FakeTable:
+    """A device table: rows (id, mac, firmware), the highest id as the mark."""
+
+    tables: ClassVar[dict[str, list]] = {}
+
+    def __init__(self, dsn: str, name: str) -> None:
+        self.rows = FakeTable.tables.setdefault(name, [])
+
+    def high_water(self) -> int:
+        return max((row[0] for row in self.rows), default=0)
+
+    def rows_after(self, mark: int) -> list:
+        return [row for row in self.rows if row[0] > mark]
+
+    def count(self) -> int:
+        return len(self.rows)
+
+
+def _db_env(writer):
+    return SimpleNamespace(
+        problems=[],
+        params={"server_cpus": "0"},
+        client_cpus=[1],
+        extra_pids={},
+        extra_cpu={},
+        record=plugin.Recorder(writer, "devices"),
+    )
+
+
+@pytest.fixture
+def tables(monkeypatch):
+    FakeTable.tables = {"t_a": [(1, "m", "f")], "t_a2": [], "t_b": [(1, "m", "f"), (2, "m", "f")]}
+    monkeypatch.setattr(db_runs, "DeviceTable", FakeTable)
+    return FakeTable.tables
+
+
+def test_post_runs_mark_each_table_and_measure_a_local_database(tables):
+    writer = SimpleNamespace(rows=[], write=lambda rows: writer.rows.extend(rows))
+    env = _db_env(writer)
+    account = SimpleNamespace(usage_s=lambda: 1.0)
+    db = db_runs.Database("dsn", 42, [0], False, account=account)
+    runs = db_runs.PostRuns(env, db, {"a": "t_a", "b": "t_b"}, body={"mac": "m", "firmware": "f"})
+    assert runs.start == {"a": 1, "b": 2} and runs.totals == {} and runs.body == {"mac": "m", "firmware": "f"}
+    assert env.extra_pids == {"db": 42} and env.extra_cpu == {"db": account.usage_s}
+    remote = _db_env(writer)
+    db_runs.PostRuns(remote, db_runs.Database("dsn", None, [], False, account=account), {}, body={})
+    assert remote.extra_pids == {} and remote.extra_cpu == {}
+
+
+def test_a_failed_check_is_a_problem_and_kept_runs_record_it_with_their_params(tables):
+    writer = SimpleNamespace(rows=[], write=lambda rows: writer.rows.extend(rows))
+    env = _db_env(writer)
+    runs = db_runs.PostRuns(env, db_runs.Database("dsn", None, [], False), {"a#1": "t_a"}, body={})
+    target = SimpleNamespace(key="a#1", name="a", variant="release", path="/api", params={"pool": 8})
+    m = _db_measurement(None)
+    bad = RowsCheck(acked=10, found=9, ambiguous=1, lost=1, phantom=0, mismatched=0, by_id=False)
+    options = {"connections": 4, "steps": ((2, 1.0), (4, 1.0))}
+    runs.record_check(target, m, bad, None, case="post", repeat=2, duration=3.0, options=options, params={"k": 1})
+    assert env.problems == [f"post a#1 (repeat 2): rows check failed: {bad.describe()}"]
+    assert runs.totals == {"a#1": [10, 1]}
+    assert [(r.metric, r.value) for r in writer.rows] == [
+        ("rows_acked", 10.0),
+        ("rows_found", 9.0),
+        ("rows_ambiguous", 1.0),
+        ("rows_mismatch", 1.0),
+    ]
+    row = writer.rows[0]
+    assert (row.suite, row.case, row.implementation, row.variant, row.driver, row.repeat) == (
+        "devices",
+        "post",
+        "a",
+        "release",
+        "oha",
+        2,
+    )
+    assert dict(row.params) == {
+        "server_cpus": "0",
+        "pool": 8,
+        "path": "/api",
+        "duration_s": 3.0,
+        "connections": 4,
+        "steps": [[2, 1.0], [4, 1.0]],
+        "k": 1,
+    }
+    good = RowsCheck(acked=5, found=5, ambiguous=0, lost=0, phantom=0, mismatched=0, by_id=True)
+    runs.record_check(target, m, good, None, case="warm", repeat=0, duration=1.0, options={}, params=None, keep=False)
+    assert runs.totals == {"a#1": [15, 1]} and len(writer.rows) == 4 and len(env.problems) == 1
+
+
+def test_the_whole_run_checks_every_table_of_an_app_from_its_mark(tables):
+    runs = db_runs.PostRuns(_db_env(None), db_runs.Database("dsn", None, [], False), {}, body={})
+    runs.tables = {"a#1": "t_a", "a/2": "t_a2", "b": "t_b"}
+    runs.start = {"a#1": 1, "a/2": 0, "b": 2}
+    tables["t_a"] += [(2, "m", "f"), (3, "m", "f")]
+    tables["t_a2"] += [(1, "m", "f")]
+    tables["t_b"] += [(3, "m", "f")]
+    runs.totals = {"a#1": [2, 0], "a/2": [1, 1], "b": [2, 0]}
+    out = runs.whole_run()
+    assert out == {
+        "a": (RowsCheck(3, 3, 1, 0, 0, 0, False), 1),  # the verification's row of t_a was there before
+        "b": (RowsCheck(2, 1, 0, 1, 0, 0, False), 2),  # one acknowledged row is missing
+    }
