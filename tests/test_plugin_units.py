@@ -569,3 +569,79 @@ def test_the_whole_run_checks_every_table_of_an_app_from_its_mark(tables):
         "a": (RowsCheck(3, 3, 1, 0, 0, 0, False), 1),  # the verification's row of t_a was there before
         "b": (RowsCheck(2, 1, 0, 1, 0, 0, False), 2),  # one acknowledged row is missing
     }
+
+
+class FakeProbe:
+    made: ClassVar[list[dict]] = []
+
+    def __init__(self, dsn: str, **kwargs) -> None:
+        FakeProbe.made.append({"dsn": dsn, **kwargs})
+        self.samples, self.rss, self.pss = [], [], None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class FakeLoadEnv:
+    """What PostRuns asks of a LoadEnv: its runs (answered with a fixed result) and its bookkeeping."""
+
+    def __init__(self, writer, inserted: list, driver: str = "oha", extra: dict | None = None) -> None:
+        self.problems, self.params, self.client_cpus = [], {}, [1]
+        self.extra_pids, self.extra_cpu = {}, {}
+        self.record = plugin.Recorder(writer, "devices")
+        self.calls, self.inserted, self.driver, self.extra = [], inserted, driver, extra or {}
+
+    def _run(self, target, **kwargs):
+        self.calls.append(kwargs)
+        FakeTable.tables["t_a"].extend(self.inserted)
+        load = LoadResult(
+            self.driver, "closed", "u", 0.0, 1.0, 3, 3, 0, {}, 1e-6, status_counts={201: 3}, extra=self.extra
+        )
+        usage = Usage(0.1, 0.0, 1.0, 1, 1, 1)
+        return Measurement(load=load, server=usage, client=usage, client_cores=1)
+
+    oha = locust = _run
+
+
+def test_an_oha_post_run_is_bounded_by_its_requests_and_checked(tables, monkeypatch):
+    monkeypatch.setattr(db_runs, "ConnectionProbe", FakeProbe)
+    FakeProbe.made = []
+    writer = SimpleNamespace(rows=[], write=lambda rows: writer.rows.extend(rows))
+    env = FakeLoadEnv(writer, [(2, "m", "f"), (3, "m", "f"), (4, "m", "f")])
+    runs = db_runs.PostRuns(
+        env, db_runs.Database("dsn", 9, [0], False), {"a": "t_a"}, body={"mac": "m", "firmware": "f"}
+    )
+    target = SimpleNamespace(key="a", name="a", variant="release", path="/api", params={})
+    _, check = runs.oha(target, case="post", requests=3, bound_s=5.0, connections=2, rate=10.0, repeat=1, pss=True)
+    assert check == RowsCheck(3, 3, 0, 0, 0, 0, False) and env.problems == []
+    assert env.calls == [
+        {"case": "post", "duration": 5.0, "repeat": 1, "params": None, "keep": True, "max_requests": 3, "drain": True}
+        | {"connections": 2, "method": "POST", "body": '{"mac": "m", "firmware": "f"}', "rate": 10.0}
+    ]
+    assert FakeProbe.made == [{"dsn": "dsn", "cpus": [1], "pid": 9, "pss": True}]
+    assert {r.metric for r in writer.rows} >= {"rows_acked", "rows_found"} and writer.rows[0].params["rate"] == 10.0
+    env.inserted = []
+    _, check = runs.oha(target, case="warm", requests=3, bound_s=5.0, connections=2, keep=False, per_request=True)
+    assert check.lost == 3 and len(FakeProbe.made) == 1  # no probe for an unkept run
+    assert env.calls[-1]["per_request"] is True and "rate" not in env.calls[-1] and env.calls[-1]["keep"] is False
+    assert env.problems == [f"warm a (repeat 0): rows check failed: {check.describe()}"]
+
+
+def test_a_locust_post_run_checks_each_id_it_was_given(tables, monkeypatch, tmp_path):
+    monkeypatch.setattr(db_runs, "ConnectionProbe", FakeProbe)
+    log = tmp_path / "requests.jsonl"
+    log.write_text('[1.0, 0.01, 201, 2, "m", "f"]\n[1.1, 0.01, 201, 3, "m", "f"]\n[1.2, 0.01, 503, null, "m", "f"]\n')
+    writer = SimpleNamespace(rows=[], write=lambda rows: writer.rows.extend(rows))
+    env = FakeLoadEnv(writer, [(2, "m", "f"), (3, "m", "f")], driver="locust", extra={"requests_logs": [str(log)]})
+    runs = db_runs.PostRuns(env, db_runs.Database("dsn", None, [], False), {"a": "t_a"}, body={})
+    target = SimpleNamespace(key="a", name="a", variant="", path="/api", params={})
+    _, check, seen = runs.locust(target, case="ramp", steps=[(2, 1.0), (4, 2.0)], think=0.1, timeout=2.0)
+    assert check == RowsCheck(2, 2, 1, 0, 0, 0, True) and seen.acked == [(2, "m", "f"), (3, "m", "f")]
+    assert env.calls == [
+        {"case": "ramp", "duration": 3.0, "repeat": 0, "params": {"users": 4}}
+        | {"steps": [(2, 1.0), (4, 2.0)], "method": "POST", "body": "devices", "think": 0.1, "timeout": 2.0}
+    ]
+    assert writer.rows[0].params["steps"] == [[2, 1.0], [4, 2.0]] and writer.rows[0].params["users"] == 4
