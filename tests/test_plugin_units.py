@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import pytest
 
+from polyperf.errors import PolyperfError
 from polyperf.load.common import LoadResult
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.rows_check import RowsCheck
@@ -645,3 +646,138 @@ def test_a_locust_post_run_checks_each_id_it_was_given(tables, monkeypatch, tmp_
         | {"steps": [(2, 1.0), (4, 2.0)], "method": "POST", "body": "devices", "think": 0.1, "timeout": 2.0}
     ]
     assert writer.rows[0].params["steps"] == [[2, 1.0], [4, 2.0]] and writer.rows[0].params["users"] == 4
+
+
+# --- a counting run, with stand-ins for the server, the client and the counters ------------------------------
+
+
+class FakeCountServer:
+    started: ClassVar[list] = []
+
+    def __init__(self, spec, **kwargs) -> None:
+        FakeCountServer.started.append((spec, kwargs))
+        self.host, self.port, self.pid = "127.0.0.1", 8123, 77
+        self.app = SimpleNamespace(name=spec.split(":")[0])
+        self.alive_checks = 0
+
+    def check_alive(self) -> None:
+        self.alive_checks += 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class FakeTrace:
+    def __init__(self, pid, out, *, tool) -> None:
+        self.args, self.counts = (pid, out, tool), {"write": 2000, "read": 1000}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+@pytest.fixture
+def counting(monkeypatch, tmp_path):
+    """Counters that advance by known amounts: 3 allocations, 2 reads and 1 write per request; each batch
+    takes 0.5 s untraced, 1.5 s traced."""
+    seen = SimpleNamespace(drives=[], tracer="strace")
+    state = {"allocs": 0, "reads": 0, "writes": 0}
+
+    def drive(host, port, request, n, depth=1):
+        seen.drives.append((host, port, request, n, depth))
+        state["allocs"] += 3 * n
+        state["reads"] += 2 * n
+        state["writes"] += n
+        return 1.5 if n == 100 else 0.5
+
+    monkeypatch.setattr(count_runs, "drive", drive)
+    monkeypatch.setattr(count_runs, "io_counts", lambda pid: IoCounts(state["reads"], state["writes"]))
+    monkeypatch.setattr(count_runs, "read_alloc_counter", lambda port: state["allocs"])
+    monkeypatch.setattr(count_runs, "syscall_tracer", lambda: seen.tracer)
+    monkeypatch.setattr(count_runs, "SyscallTrace", FakeTrace)
+    monkeypatch.setattr(count_runs, "build", lambda spec, log_dir: seen.__dict__.setdefault("built", spec))
+    monkeypatch.setattr(count_runs, "Server", FakeCountServer)
+    monkeypatch.setattr(count_runs, "free_port", lambda: 9555)
+    FakeCountServer.started = []
+    writer = SimpleNamespace(rows=[], write=lambda rows: writer.rows.extend(rows))
+    fleet = SimpleNamespace(server_cpus=[0], workers=1, database_url=None, env={"A": "1"})
+    seen.env = SimpleNamespace(
+        fleet=fleet, log_dir=tmp_path, problems=[], params={"server_cpus": "0"}, record=plugin.Recorder(writer, "s")
+    )
+    seen.writer = writer
+    return seen
+
+
+def _count_target(app="hyper_hello"):
+    return SimpleNamespace(app=app, key=app, name=app, variant="release", path="/", params={"p": 1}, args=())
+
+
+def test_a_count_records_per_request_rows_for_each_case(counting):
+    plan = count_runs.CountPlan(requests=200, warmup=50, pipelined=(4,), trace_requests=100)
+    assert count_runs.count_target(counting.env, _count_target(), plan, case="counts", repeat=2, params={"q": 2})
+    spec, kwargs = FakeCountServer.started[0]
+    assert counting.built == spec == "hyper_hello:counting"
+    assert kwargs["env"] == {"A": "1", count_runs.ALLOC_COUNTER_ENV: "9555"} and kwargs["cpus"] == [0]
+    request = count_runs.request_bytes("GET", "/", "127.0.0.1:8123", b"")
+    assert [d[3:] for d in counting.drives] == [(50, 1), (200, 1), (100, 1), (50, 4), (200, 4)]
+    assert {d[2] for d in counting.drives} == {request}
+    rows = {
+        (r.case, r.metric, r.params.get("syscall"), r.params["pipeline_depth"]): r.value for r in counting.writer.rows
+    }
+    assert rows == {
+        ("counts", "allocations_per_request", None, 1): 3.0,
+        ("counts", "syscalls_per_request", None, 1): 3.0,
+        ("counts", "read_syscalls_per_request", None, 1): 2.0,
+        ("counts", "write_syscalls_per_request", None, 1): 1.0,
+        ("counts", "syscalls_per_request_by_name", "read", 1): 10.0,
+        ("counts", "syscalls_per_request_by_name", "write", 1): 20.0,
+        ("counts", "syscall_trace_overhead", None, 1): 6.0,  # 1.5 s traced / (0.5 s x 100 / 200) untraced
+        ("counts_pipelined", "allocations_per_request", None, 4): 3.0,
+        ("counts_pipelined", "syscalls_per_request", None, 4): 3.0,
+        ("counts_pipelined", "read_syscalls_per_request", None, 4): 2.0,
+        ("counts_pipelined", "write_syscalls_per_request", None, 4): 1.0,
+    }
+    first = counting.writer.rows[0]
+    assert (first.driver, first.repeat, first.implementation, first.variant) == (
+        "polyperf-counts",
+        2,
+        "hyper_hello",
+        "release",
+    )
+    assert {k: v for k, v in first.params.items() if k != "pipeline_depth"} == {
+        "server_cpus": "0",
+        "p": 1,
+        "path": "/",
+        "method": "GET",
+        "requests": 200,
+        "warmup": 50,
+        "connections": 1,
+        "alloc_counter": "counting allocator (alloc + alloc_zeroed + realloc)",
+        "build": "hyper_hello:counting",
+        "q": 2,
+    }
+
+
+def test_a_count_without_a_tracer_says_so_and_a_failed_one_is_a_problem(counting):
+    counting.tracer = None
+    plan = count_runs.CountPlan(requests=100, warmup=10)
+    assert count_runs.count_target(counting.env, _count_target("nethttp_devices"), plan, case="c")
+    assert {r.params["trace_note"] for r in counting.writer.rows} == {"not traced (neither perf nor strace installed)"}
+    assert {r.case for r in counting.writer.rows} == {"c"}
+    untraced = count_runs.CountPlan(requests=100, warmup=10, trace=False)
+    counting.writer.rows.clear()
+    assert count_runs.count_target(counting.env, _count_target("nethttp_devices"), untraced, case="c")
+    assert all("trace_note" not in r.params for r in counting.writer.rows)
+    assert counting.env.problems == []
+
+    def broken(spec, log_dir):
+        raise PolyperfError(f"cargo build of {spec} failed")
+
+    count_runs.build = broken  # restored by the fixture's monkeypatch
+    assert not count_runs.count_target(counting.env, _count_target(), plan, case="c")
+    assert counting.env.problems == ["c hyper_hello: cargo build of hyper_hello:counting failed"]
