@@ -100,7 +100,7 @@ def test_attribution_names_the_settings_and_what_is_left() -> None:
     assert text.startswith("R / release 1.16x")  # 1.155, printed to two places
     assert "fat LTO alone 1.10x" in text and "codegen-units=1 alone 1.05x" in text and "panic=abort alone 1.00x" in text
     assert f"Their product, {1.10 * 1.05:.2f}x, leaves {1.155 / (1.10 * 1.05):.2f}x" in text
-    assert "the settings shown to matter (interval excluding 1): fat LTO, codegen-units=1." in text
+    assert "interact. The settings shown to matter (interval excluding 1): fat LTO, codegen-units=1." in text
     assert "do not differ measurably" not in text
 
 

@@ -41,6 +41,14 @@ ARTICLE_TABLE = (
     "ROpt 25.8 s / 1,937.80; ROptMimAlloc 26.7 s / 1,873.65 (100k: R 1,918.27, ROpt 1,934.59, "
     "ROptMimAlloc 1,955.07); its N is not published."
 )
+# Measured here: `actix_matrix bench` of one binary at N = 120 ran at ~610 or ~830 µs per call depending on the process
+# (with and without ASLR; VM placement or physical memory layout), so repeats on one long-lived server share its mode.
+PROCESS_NOTE = (
+    "Each variant is one server process for the whole run, and the multiply's speed varies from process to process "
+    "on some machines (here ~610 or ~830 µs per call at N = 120, process by process): served differences of a few "
+    "tens of percent between optimised builds can be that and need another run to confirm; the multiply alone, a "
+    "new process every round, compares their code generation."
+)
 # (case, metric): served throughput (higher is better) and the multiply alone (its thread's CPU time per call, lower
 # is better; the wall time is recorded too, but a shared machine's preemptions land in it)
 SERVED = ("ceiling", "rps")
@@ -201,7 +209,7 @@ def _ladder(table: pd.DataFrame) -> Figure | None:
         f"Ratio to Cargo's default release at N = {MAIN_N}, pairs of the same repeat: served capacity (the server's "
         "CPU per request under an oha ceiling, counted by its cgroup) and the multiply's CPU time per call in the "
         "same binary. Capacity, not req/s: on a shared machine req/s also measures how much CPU the neighbours "
-        "left the server (req/s per variant is in the next figures). "
+        f"left the server (req/s per variant is in the next figures). {PROCESS_NOTE} "
         f"{ARTICLE_TABLE}",
         fig,
     )
@@ -222,10 +230,11 @@ def attribution(table: pd.DataFrame, series: tuple[str, str], n: int = MAIN_N) -
         verdict = f"the settings shown to matter (interval excluding 1): {', '.join(settled)}."
     else:
         verdict = f"no single setting is shown to matter at this precision (largest point estimate: {biggest})."
-    differ = "" if _excludes_one(whole) else " R and Cargo's release do not differ measurably in this run, and"
+    if not _excludes_one(whole):
+        verdict = f"R and Cargo's release do not differ measurably in this run, and {verdict}"
     return (
         f"R / release {_fmt(whole)}. {singles}. Their product, {product:.2f}x, leaves {whole.median / product:.2f}x "
-        f"to strip and to how the settings interact.{differ} {verdict}"
+        f"to strip and to how the settings interact. {verdict[0].upper()}{verdict[1:]}"
     )
 
 
@@ -266,7 +275,7 @@ def _attribution(table: pd.DataFrame) -> Figure | None:
     ax.set_ylabel(f"times faster than {BASELINE}")
     ax.set_title(f"Release vs the article's profile 'R', setting by setting (N = {MAIN_N})")
     ax.legend(fontsize=8)
-    caption = " ".join(f"{label}: {text}" for label, text in texts.items() if text)
+    caption = " ".join(f"{label}: {text}" for label, text in texts.items() if text) + f" {PROCESS_NOTE}"
     return Figure("build_attribution", "Where the release vs 'R' difference comes from", caption, fig)
 
 
