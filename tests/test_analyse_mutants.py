@@ -10,13 +10,21 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from polyperf.analyse import claims as claims_mod
 from polyperf.analyse import compare as compare_mod
 from polyperf.analyse import stats
 from polyperf.analyse.claims import Claim, Verdict, evaluate, load_claims
-from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes, worst_regression
+from polyperf.analyse.compare import (
+    compare,
+    compare_figure,
+    to_markdown,
+    too_few_samples,
+    verdict_changes,
+    worst_regression,
+)
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
 from polyperf.record.schema import as_frame
 
@@ -461,3 +469,72 @@ def test_the_comparison_figure_draws_each_changed_series_with_its_interval(tmp_p
     assert [t.get_text() for t in drawn[-1].axes[0].get_yticklabels()] == ["parse rust seconds", "few rust seconds"]
     compare_figure(table.iloc[0:0], tmp_path / "none.png")
     assert tuple(drawn[-1].get_size_inches()) == pytest.approx((9, 1.8))
+
+
+# --- compare: the small rules ----------------------------------------------------------------------------------
+
+
+def test_benchstat_sample_rule_and_directions():
+    assert too_few_samples(3, 3) and too_few_samples(3, 4) and not too_few_samples(4, 4)  # 2/35 >= 5% > 2/70
+    assert not too_few_samples(3, 5)  # 2 / 56
+    assert too_few_samples(0, 10) and too_few_samples(10, 0) and too_few_samples(2, 2, alpha=0.3)
+    assert not too_few_samples(3, 3, alpha=0.2)  # 2 / C(6, 3) = 0.1
+    assert compare_mod.direction("rps", "1/s") == compare_mod.HIGHER
+    assert compare_mod.direction("latency_p99_s", "s") == compare_mod.LOWER
+    assert compare_mod.direction("binary_bytes", "bytes") == compare_mod.LOWER
+    assert compare_mod.direction("rows_found", "count") == compare_mod.UNKNOWN
+    assert compare_mod.is_deterministic_name("read_syscalls") and compare_mod.is_deterministic_name("rows_acked")
+    assert not compare_mod.is_deterministic_name("rps")
+    assert compare_mod.is_per_request_count("allocations_per_request", "count")
+    assert not compare_mod.is_per_request_count("allocations_per_request", "ratio")
+    assert not compare_mod.is_per_request_count("allocations", "count")
+
+
+def test_series_keys_ignore_per_run_params_and_old_tables_get_neutral_columns():
+    assert compare_mod._canonical_params('{"b": 1, "slot": 2, "a": [1, 2]}') == '{"a":[1,2],"b":1}'
+    assert compare_mod._canonical_params("  ") == "{}" and compare_mod._canonical_params(math.nan) == "{}"
+    assert compare_mod._canonical_params({"p": Path("/x")}) == '{"p":"/x"}'
+    old = pd.DataFrame({"run_id": ["r"], "suite": ["s"], "case": ["c"], "metric": ["m"], "value": [1.0], "unit": ["s"]})
+    tidy = compare_mod._tidy(old)
+    assert tidy[["driver", "variant", "implementation", "params"]].iloc[0].tolist() == ["", "", "", "{}"]
+    assert tidy["client_bound"].tolist() == [False] and "driver" not in old
+    gaps = old.assign(driver=[None], variant=[None], implementation=[None], client_bound=[None], params=['{"a":1}'])
+    tidy = compare_mod._tidy(gaps)
+    assert tidy[["driver", "variant", "implementation", "params"]].iloc[0].tolist() == ["", "", "", '{"a":1}']
+    assert tidy["client_bound"].dtype == bool and tidy["client_bound"].tolist() == [False]
+    assert compare_mod._run_id(pd.DataFrame({"run_id": ["b", "a", "b", None]})) == "a,b"
+    assert compare_mod._run_id(pd.DataFrame({"x": [1]})) == ""
+
+
+def test_changes_of_counts_and_of_non_positive_medians():
+    same = np.array([4.0, 4.0, 4.0])
+    assert compare_mod._change(np.array([0.0, 0.0]), np.array([0.0, 0.0]))[0] == 0.0
+    assert math.isnan(compare_mod._change(np.array([0.0, 0.0]), same)[0])
+    change, low, high = compare_mod._change(np.array([-1.0, 2.0, 2.0]), same)
+    assert change == 1.0 and math.isnan(low) and math.isnan(high)
+    label = compare_mod._count_label
+    assert label(same, same, "read_syscalls", "count", compare_mod.LOWER) == "equal"
+    assert label(same, same + 1, "read_syscalls", "count", compare_mod.LOWER) == "regressed"
+    assert label(same + 1, same, "read_syscalls", "count", compare_mod.LOWER) == "improved"
+    assert label(same, same + 1, "rows_found", "count", compare_mod.UNKNOWN) == "differs"
+    per = "allocations_per_request"
+    assert label(np.array([10.0]), np.array([10.4]), per, "count", compare_mod.LOWER) == "equal"  # within half a count
+    assert label(np.array([100.0]), np.array([101.9]), per, "count", compare_mod.LOWER) == "equal"  # within 2%
+    assert label(np.array([100.0]), np.array([102.5]), per, "count", compare_mod.LOWER) == "regressed"
+    assert label(np.array([10.0]), np.array([9.4]), per, "count", compare_mod.LOWER) == "improved"
+
+
+def test_labels_of_sampled_series():
+    a = np.array([1.0, 1.1, 1.2, 1.3, 1.4])
+    assert compare_mod._label(a, a * 2, "seconds", "s", compare_mod.LOWER, 0.05)[0] == "regressed"
+    assert compare_mod._label(a, a * 2, "rps", "1/s", compare_mod.HIGHER, 0.05)[0] == "improved"
+    assert compare_mod._label(a, a * 2, "thing", "ratio", compare_mod.UNKNOWN, 0.05)[0] == "changed"
+    assert compare_mod._label(a, a, "seconds", "s", compare_mod.LOWER, 0.05)[0] == "no change"
+    flat = np.array([2.5, 2.5, 2.5, 2.5])
+    assert compare_mod._label(flat, flat, "seconds", "s", compare_mod.LOWER, 0.05) == ("no change", 1.0)
+    label, p = compare_mod._label(a[:2], a[:2] * 2, "seconds", "s", compare_mod.LOWER, 0.05)
+    assert label == "too few samples" and math.isnan(p)
+    whole = np.array([3.0, 3.0, 3.0])
+    assert compare_mod._label(whole, whole + 1, "things", "count", compare_mod.UNKNOWN, 0.05)[0] == "differs"
+    p_value = compare_mod._label(a, a * 2, "seconds", "s", compare_mod.LOWER, 0.05)[1]
+    assert p_value == pytest.approx(2 / math.comb(10, 5))
