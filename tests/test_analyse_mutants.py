@@ -538,3 +538,62 @@ def test_labels_of_sampled_series():
     assert compare_mod._label(whole, whole + 1, "things", "count", compare_mod.UNKNOWN, 0.05)[0] == "differs"
     p_value = compare_mod._label(a, a * 2, "seconds", "s", compare_mod.LOWER, 0.05)[1]
     assert p_value == pytest.approx(2 / math.comb(10, 5))
+
+
+def _tidy_rows(specs: list[tuple[str, str, list[float], int]]) -> pd.DataFrame:
+    """(variant, metric/unit as "metric:unit", values, first repeat) → a frame of suite io, case parse."""
+    rows = []
+    for variant, metric_unit, values, start in specs:
+        metric, unit = metric_unit.split(":")
+        for i, value in enumerate(values):
+            rows.append(
+                {"run_id": "r", "suite": "io", "case": "parse", "implementation": "x", "variant": variant}
+                | {"metric": metric, "value": value, "unit": unit, "repeat": start + i, "params": {}}
+            )
+    return as_frame(rows)
+
+
+def _ratio_entry(metric: str, paired: bool) -> Claim:
+    return _entry(
+        {"kind": "less_than", "threshold": 10},
+        measure="ratio",
+        metric=metric,
+        numerator={"variant": "n"},
+        denominator={"variant": "d"},
+        paired=paired,
+    )
+
+
+def test_measurements_that_cannot_be_made_say_why():
+    apart = _tidy_rows([("n", "seconds:s", [1.0] * 6, 0), ("d", "seconds:s", [1.0] * 6, 10)])
+    [v] = evaluate(apart, [_ratio_entry("seconds", paired=True)])
+    assert (v.verdict, v.reason, v.n_numerator, v.n_denominator) == (
+        "not measured",
+        "numerator and denominator share no repeat to pair",
+        6,
+        6,
+    )
+    zero = _tidy_rows([("n", "writes:count", [4.0, 4.0], 0), ("d", "writes:count", [2.0, 0.0], 0)])
+    [v] = evaluate(zero, [_ratio_entry("writes", paired=True)])
+    assert (v.verdict, v.reason) == ("inconclusive", "no ratio can be formed: a denominator count is 0")
+    negative = _tidy_rows([("n", "seconds:s", [1.0] * 4, 0), ("d", "seconds:s", [-1.0] * 4, 0)])
+    [v] = evaluate(negative, [_ratio_entry("seconds", paired=False)])
+    assert v.verdict == "inconclusive" and v.reason.startswith("no ratio can be formed: ratio denominator has values")
+    blank = _tidy_rows([("v", "seconds:s", [math.nan] * 3, 0)])
+    [v] = evaluate(blank, [_entry({"kind": "less_than", "threshold": 1})])
+    assert (v.verdict, v.reason) == ("inconclusive", "every selected value is missing (NaN)")
+
+
+def test_exact_paired_counts_are_a_ratio_per_repeat_and_repeats_are_medians_of_their_samples():
+    counts = _tidy_rows([("n", "writes:count", [8.0, 12.0], 0), ("d", "writes:count", [2.0, 4.0], 0)])
+    [v] = evaluate(counts, [_ratio_entry("writes", paired=True)])
+    assert (v.measured.low, v.measured.high, v.measured.method, v.n_numerator) == (3.0, 4.0, stats.METHOD_EXACT, 2)
+    samples = _tidy_rows([("v", "seconds:s", [value], 0) for value in (1.0, 3.0, 100.0, 5.0)])  # one repeat
+    assert claims_mod.per_repeat(samples).tolist() == [4.0] and claims_mod.per_repeat(samples).index.tolist() == [0]
+    [v] = evaluate(samples, [_entry({"kind": "less_than", "threshold": 1})])
+    assert v.measured.n == 1 and v.measured.median == 4.0
+    per_request = _tidy_rows([("v", "allocations_per_request:count", [2.5, 2.5, 2.5], 0)])
+    assert claims_mod._is_exact(per_request)
+    assert not claims_mod._is_exact(_tidy_rows([("v", "things:count", [2.5], 0)]))
+    assert not claims_mod._is_exact(_tidy_rows([("v", "things:s", [2.0], 0)]))
+    assert claims_mod._is_exact(_tidy_rows([("v", "things:count", [2.0, 3.0], 0)]))
