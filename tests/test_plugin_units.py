@@ -781,3 +781,74 @@ def test_a_count_without_a_tracer_says_so_and_a_failed_one_is_a_problem(counting
     count_runs.build = broken  # restored by the fixture's monkeypatch
     assert not count_runs.count_target(counting.env, _count_target(), plan, case="c")
     assert counting.env.problems == ["c hyper_hello: cargo build of hyper_hello:counting failed"]
+
+
+# --- pytest_configure: the run directory a session writes into ---------------------------------------------
+
+
+def _session_config(tmp_path, options: dict, *, benchmark: bool = True):
+    values = {
+        "--server-cpus": None,
+        "--client-cpus": None,
+        "--polyperf-run-dir": None,
+        "--polyperf-profile": "smoke",
+        "--polyperf-out": "out",
+        "benchmark_json": None,
+        **options,
+    }
+    return SimpleNamespace(
+        option=SimpleNamespace(collectonly=False, benchmark_json=None),
+        getoption=lambda name, default=None: values.get(name, default),
+        rootpath=tmp_path,
+        stash={},
+        pluginmanager=SimpleNamespace(hasplugin=lambda name: benchmark and name == "benchmark"),
+    )
+
+
+@pytest.fixture
+def configured(monkeypatch):
+    """pytest_configure's global effects (signal handlers, the steps' sink, the config slot) undone after."""
+    monkeypatch.setattr(plugin, "_CONFIG", {})
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+    plugin.steps.set_sink(None)
+
+
+def test_configure_makes_a_run_directory_it_owns(tmp_path, configured):
+    config = _session_config(tmp_path, {})
+    plugin.pytest_configure(config)
+    run_dir = config.stash[plugin._RUN_DIR]
+    assert run_dir.parent == tmp_path / "out" / "runs" and (run_dir / "results.jsonl").exists()
+    assert json.loads((run_dir / "env.json").read_text())["profile"] == "smoke"
+    assert config.stash[plugin._OWNS_RUN] is True and config.stash[plugin._WRITER].run_dir == run_dir
+    assert plugin._CONFIG["config"] is config
+    assert config.option.benchmark_json == str(run_dir / "benchmark.json")
+    assert signal.getsignal(signal.SIGTERM) is signal.getsignal(signal.SIGHUP) is not signal.SIG_DFL
+
+
+def test_configure_writes_into_a_given_run_directory_and_keeps_a_chosen_benchmark_file(tmp_path, configured):
+    given = tmp_path / "given"
+    config = _session_config(tmp_path, {"--polyperf-run-dir": str(given), "benchmark_json": "mine.json"})
+    plugin.pytest_configure(config)
+    assert config.stash[plugin._RUN_DIR] == given and (given / "logs").is_dir()
+    assert config.stash[plugin._OWNS_RUN] is False and not (given / "env.json").exists()
+    assert config.option.benchmark_json is None and not (tmp_path / "out").exists()
+    plain = _session_config(tmp_path / "p", {}, benchmark=False)
+    (tmp_path / "p").mkdir()
+    plugin.pytest_configure(plain)
+    assert plain.option.benchmark_json is None
+
+
+def test_configure_does_nothing_when_collecting_or_in_a_worker_and_refuses_overlapping_cpus(tmp_path, configured):
+    collecting = _session_config(tmp_path, {})
+    collecting.option.collectonly = True
+    plugin.pytest_configure(collecting)
+    worker = _session_config(tmp_path, {})
+    worker.workerinput = {}
+    plugin.pytest_configure(worker)
+    assert collecting.stash == worker.stash == {} and not (tmp_path / "out").exists()
+    with pytest.raises(pytest.UsageError, match="overlap"):
+        plugin.pytest_configure(_session_config(tmp_path, {"--server-cpus": "0", "--client-cpus": "0"}))
+    assert not (tmp_path / "out").exists()
