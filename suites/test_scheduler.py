@@ -43,12 +43,13 @@ RUN_TIMEOUT = 600
 def plan(profile):
     return {
         # The rounds are the independent repeats (criterion's samples inside one round share its machine state
-        # and are summarised to one value per round); old vs new is an unpaired ratio, whose 95% interval needs
-        # 4 rounds a side: quick spends its time on rounds rather than on longer criterion windows.
-        "rounds": profile.pick(smoke=1, quick=4, full=8),
+        # and are summarised to one value per round). Old and new run in the same round, so old/new is a ratio of
+        # pairs joined by round, whose 95% interval needs 6 rounds: quick spends its time on rounds rather than on
+        # longer criterion windows.
+        "rounds": profile.pick(smoke=1, quick=6, full=10),
         "criterion": profile.pick(
             smoke=["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"],
-            quick=["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"],
+            quick=["--warm-up-time", "0.1", "--measurement-time", "0.3", "--sample-size", "10"],
             full=["--warm-up-time", "3", "--measurement-time", "10", "--sample-size", "50"],
         ),
         "go_benchtime": profile.pick(smoke="100ms", quick="300ms", full="2s"),
