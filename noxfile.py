@@ -199,4 +199,7 @@ def mutants(session: nox.Session) -> None:
     for name, (killed, total) in by_file.items():
         session.log(f"{name}: {100 * killed / total:.0f}% killed ({killed} of {total})")
     killed, total = sum(k for k, _ in by_file.values()), sum(t for _, t in by_file.values())
+    if not total:  # e.g. --install-only
+        session.log("no mutant recorded yet")
+        return
     print(f"mutants: {100 * killed / total if total else 0:.0f}% killed ({killed} of {total})")
