@@ -165,13 +165,13 @@ def lint(session: nox.Session) -> None:
 
 def _stage_mutants(session: nox.Session) -> Path:
     """A copy of the project in mutmut 3's layout: it imports mutated code only from ./, src/ or source/,
-    so python/polyperf (with the extension the install just built) becomes src/polyperf. mutants/ stays:
-    mutmut re-tests only what changed since the last run (copies keep their mtimes)."""
+    so python/polyperf (with the extension the install just built) becomes src/polyperf. Made anew each
+    time: results cached from older code or older tests would make the share say what is no longer true."""
     stage = Path(session.create_tmp()) / "mutants-stage"
+    shutil.rmtree(stage, ignore_errors=True)
     skip = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".hypothesis")
-    for source, copy in ((ROOT / "python" / "polyperf", stage / "src" / "polyperf"), (ROOT / "tests", stage / "tests")):
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(source, copy, ignore=skip)
+    shutil.copytree(ROOT / "python" / "polyperf", stage / "src" / "polyperf", ignore=skip)
+    shutil.copytree(ROOT / "tests", stage / "tests", ignore=skip)
     shutil.copy2(ROOT / "pyproject.toml", stage / "pyproject.toml")
     return stage
 
@@ -190,8 +190,6 @@ def mutants(session: nox.Session) -> None:
         session.run("mutmut", "run", "--max-children", "2", *session.posargs)
     by_file = {}
     for meta in sorted((stage / "mutants" / "src").rglob("*.py.meta")):
-        if not (stage / meta.relative_to(stage / "mutants")).with_suffix("").exists():
-            continue  # a file deleted since an earlier run
         codes = list(json.loads(meta.read_text())["exit_code_by_key"].values())
         if codes:  # mutmut's exit codes: 1 and 3 killed, 36 and the SIGXCPU family timed out
             killed = sum(code in (1, 3, 36, 24, -24, 152, 255) for code in codes)
