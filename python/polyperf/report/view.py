@@ -122,8 +122,9 @@ def _published(v: Verdict) -> str:
     c = v.claim
     if c.published is not None:
         return claim_value(c.published, c.unit, digits=6)
-    if c.kind == "check" and c.center is not None:
-        return f"expected {claim_value(c.center, c.unit, digits=6)}"
+    if c.center is not None:  # a rule centred on a value nobody published: polyperf's reading of the claim
+        prefix = "expected " if c.kind == "check" else "≈ "
+        return prefix + claim_value(c.center, c.unit, digits=6)
     if c.rule["kind"] in ("less_than", "greater_than"):
         side = "<" if c.rule["kind"] == "less_than" else ">"
         bound = f"{side} {claim_value(float(c.rule['threshold']), c.unit, digits=6)}"
@@ -143,6 +144,8 @@ def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
     for v in sorted(verdicts, key=lambda v: v.claim.kind != "claim"):
         c, m = v.claim, v.measured
         interval = claim_interval(m.low, m.high, m.n, c.unit) if m is not None and m.has_interval else ""
+        if m is not None and m.method == EXACT:
+            interval = interval or "exact count"
         rows.append(
             VerdictRow(
                 id=c.id,
