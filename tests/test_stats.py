@@ -104,3 +104,10 @@ def test_coverage_at_the_smallest_n(kind):
         held["paired"] += p.low <= truth <= p.high
     for method, count in held.items():
         assert count / trials >= 0.93, f"{method}: {count / trials:.3f}"
+
+
+@pytest.mark.parametrize(("m", "n"), [(1, 100), (8, 61), (30, 40)])
+def test_unequal_sizes_use_the_exact_distribution(m, n):
+    exact = stats._critical_rank(stats._mann_whitney_cdf(m, n), 0.95)
+    assert stats._unpaired_rank(m, n, 0.95) == exact
+    assert unpaired_has_interval(m, n) is (exact >= 1)

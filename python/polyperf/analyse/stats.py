@@ -37,8 +37,11 @@ __all__ = [
 ]
 
 LEVEL = 0.95
-# Below these sizes the exact null distributions are computed; above, their normal approximation (error < 1e-3).
-_EXACT_LIMIT = 60
+# Up to these sizes the exact null distributions are computed (each in well under a second, then cached); beyond,
+# the normal approximation with a continuity correction, whose critical rank can differ from the exact one by a few
+# percent when the two sides are very unequal.
+_EXACT_PAIRS = 1000  # 2^n counts stay finite in floating point below n = 1024
+_EXACT_CELLS = 40_000  # m x n of the Mann-Whitney table (200 + 200 takes about a second)
 METHOD_MEDIAN = "order-statistic interval of the median"
 METHOD_UNPAIRED = "Hodges-Lehmann ratio, Moses (Mann-Whitney) interval"
 METHOD_PAIRED = "Hodges-Lehmann ratio of pairs, signed-rank interval"
@@ -150,13 +153,13 @@ def _normal_rank(mean: float, sd: float, level: float) -> int:
 
 
 def _paired_rank(n: int, level: float) -> int:
-    if n <= _EXACT_LIMIT:
+    if n <= _EXACT_PAIRS:
         return _critical_rank(_signed_rank_cdf(n), level)
     return _normal_rank(n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24), level)
 
 
 def _unpaired_rank(m: int, n: int, level: float) -> int:
-    if m <= _EXACT_LIMIT and n <= _EXACT_LIMIT:
+    if m * n <= _EXACT_CELLS:
         return _critical_rank(_mann_whitney_cdf(m, n), level)
     return _normal_rank(m * n / 2, math.sqrt(m * n * (m + n + 1) / 12), level)
 
