@@ -41,7 +41,7 @@ def format_value(value: float, unit: str) -> str:
 
 def _number(x: float) -> str:
     """Three significant digits without exponents: `0.00123`, `12.3`, `5,000` (never `5e+03`)."""
-    if abs(x) >= 1000:
+    if abs(float(f"{x:.3g}")) >= 1000:  # 999.6 rounds up to 1,000, which .3g would write as 1e+03
         return f"{x:,.0f}"
     if x and abs(x) < 1e-4:
         return f"{x:.6f}".rstrip("0")
