@@ -128,6 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if given:
         run_dir = Path(given)
         (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (run_dir / "results.jsonl").touch()  # a given directory is a run from now on, even if nothing is recorded
     else:
         run_dir = new_run_dir(Path(config.rootpath) / config.getoption("--polyperf-out"))
         write_env(run_dir, profile=profile.name)
