@@ -174,3 +174,14 @@ def test_a_v1_run_directory_loads_as_v2(tmp_path):
     assert got == json.loads((TESTDATA / "v1_upgraded.json").read_text())
     env = polyperf.load_env(run_dir)
     assert env["profile"] == "smoke" and env["schema_version"] == 1
+
+
+def test_suite_seconds_add_up_each_suites_tests():
+    from polyperf.record.env import suite_seconds
+
+    durations = {
+        "suites/test_io_buffering.py::test_a[x]": 1.3,
+        "suites/test_io_buffering.py::test_b": 2.0,
+        "suites/test_bson.py::test_c": 0.5,
+    }
+    assert suite_seconds(durations) == {"io_buffering": 3.2, "bson": 0.5}

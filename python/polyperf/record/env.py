@@ -19,7 +19,7 @@ from polyperf.common.atomic import write_text_atomic
 from polyperf.common.paths import REPO_ROOT
 from polyperf.record.schema import SCHEMA_VERSION
 
-__all__ = ["add_note", "collect_env", "write_env"]
+__all__ = ["add_note", "collect_env", "suite_seconds", "write_env"]
 
 
 def _command_output(*cmd: str, cwd: Path | None = None) -> str | None:
@@ -124,3 +124,12 @@ def add_note(run_dir: Path, note: str) -> None:
     env = json.loads(path.read_text()) if path.exists() else {}
     notes = [*env.get("notes", []), note]
     write_env(run_dir, notes=list(dict.fromkeys(notes)))
+
+
+def suite_seconds(durations: dict[str, float]) -> dict[str, float]:
+    """Each suite's time (setup, call and teardown of its tests), by suite name: what a run of it costs."""
+    totals: dict[str, float] = {}
+    for nodeid, seconds in durations.items():
+        name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py").removeprefix("test_")
+        totals[name] = totals.get(name, 0.0) + seconds
+    return {name: round(total, 1) for name, total in totals.items()}

@@ -25,7 +25,7 @@ from polyperf.common import steps
 from polyperf.common.atomic import write_text_atomic
 from polyperf.common.cpus import split_cpus
 from polyperf.common.profiles import PROFILES, Profile, get_profile
-from polyperf.record.env import write_env
+from polyperf.record.env import suite_seconds, write_env
 from polyperf.record.recorder import Recorder
 from polyperf.record.run_dir import RowWriter, finalize_run, log_line, new_run_dir, point_latest
 from polyperf.record.schema import Row
@@ -210,7 +210,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run_dir = session.config.stash.get(_RUN_DIR, None)
     if run_dir is not None and exitstatus != pytest.ExitCode.INTERRUPTED and _SIGNAL not in session.config.stash:
         # the next run's estimate of what remains (setup + call + teardown of each test)
-        write_text_atomic(run_dir / "durations.json", json.dumps(session.config.stash.get(_DURATIONS, {}), indent=0))
+        durations = session.config.stash.get(_DURATIONS, {})
+        write_text_atomic(run_dir / "durations.json", json.dumps(durations, indent=0))
+        write_env(run_dir, suite_seconds=suite_seconds(durations))
     if run_dir is not None and (exitstatus == pytest.ExitCode.INTERRUPTED or _SIGNAL in session.config.stash):
         _mark_interrupted(run_dir, session.config.stash.get(_SIGNAL, "SIGINT"))
 
