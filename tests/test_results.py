@@ -184,4 +184,4 @@ def test_suite_seconds_add_up_each_suites_tests():
         "suites/test_io_buffering.py::test_b": 2.0,
         "suites/test_bson.py::test_c": 0.5,
     }
-    assert suite_seconds(durations) == {"io_buffering": 3.2, "bson": 0.5}
+    assert suite_seconds(durations) == {"io_buffering": 3.3, "bson": 0.5}
