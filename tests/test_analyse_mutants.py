@@ -111,15 +111,17 @@ def test_unpaired_ratio_below_its_minimum_keeps_the_estimate_and_the_smaller_n()
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
 def test_normal_approximations_above_the_exact_limit_agree_with_the_exact_distributions(level):
-    n = stats._EXACT_LIMIT + 1
+    n = stats._EXACT_PAIRS + 1
     exact_paired = stats._critical_rank(stats._signed_rank_cdf(n), level)
     assert abs(stats._paired_rank(n, level) - exact_paired) <= max(1, 0.01 * exact_paired)  # the ranks, not
     # their tail probabilities, are compared: 1% of the rank is far finer than any wrong mean or variance
-    exact_unpaired = stats._critical_rank(stats._mann_whitney_cdf(n, 8), level)
-    assert abs(stats._unpaired_rank(n, 8, level) - exact_unpaired) <= max(1, 0.03 * exact_unpaired)  # unbalanced:
-    # the approximation is coarser there (107 for 110 at 99%)
-    exact_square = stats._critical_rank(stats._mann_whitney_cdf(n, n), level)
-    assert abs(stats._unpaired_rank(n, n, level) - exact_square) <= max(1, 0.01 * exact_square)
+    m = stats._EXACT_CELLS // 8 + 1
+    exact_unpaired = stats._critical_rank(stats._mann_whitney_cdf(m, 8), level)
+    assert abs(stats._unpaired_rank(m, 8, level) - exact_unpaired) <= max(1, 0.03 * exact_unpaired)  # unbalanced:
+    # the approximation is coarser there
+    side = math.isqrt(stats._EXACT_CELLS) + 1
+    exact_square = stats._critical_rank(stats._mann_whitney_cdf(side, side), level)
+    assert abs(stats._unpaired_rank(side, side, level) - exact_square) <= max(1, 0.01 * exact_square)
     assert stats._normal_rank(100.0, 10.0, 0.95) == math.floor(100 - 1.959963984540054 * 10 + 0.5)
     assert stats._normal_rank(1.0, 10.0, 0.95) == 0
 

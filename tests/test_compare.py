@@ -234,3 +234,20 @@ def test_a_repeats_slot_does_not_split_its_series():
     df = compare(run("A", 1.0), run("B", 0.5))
     assert len(df) == 1 and df["params"].item() == '{"connections":64}'
     assert (df["n_a"].item(), df["label"].item()) == (6, "regressed")
+
+
+def test_samples_inside_a_repeat_count_once():
+    """Ten criterion samples in each of two rounds are two repeats, not twenty samples: too few to decide."""
+
+    def run(run_id, scale):
+        rows = []
+        for rnd in range(2):
+            samples = _rows(run_id, "spawn_many", "seconds", "s", [scale * (1 + 0.001 * i) for i in range(10)])
+            for i, row in enumerate(samples):
+                row.update(repeat=rnd, params={"round": rnd, "sample": i, "iterations": 100 + rnd})
+            rows += samples
+        return pd.DataFrame(rows)
+
+    df = compare(run("A", 1.0), run("B", 3.0))
+    assert len(df) == 1
+    assert (df["n_a"].item(), df["n_b"].item(), df["label"].item()) == (2, 2, "too few samples")

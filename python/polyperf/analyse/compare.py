@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
-from polyperf.analyse.claims import Claim, evaluate, load_claims
+from polyperf.analyse.claims import Claim, evaluate, load_claims, per_repeat
 from polyperf.analyse.stats import ratio
 from polyperf.common.units import format_value
 from polyperf.record.schema import PER_RUN_PARAMS
@@ -226,14 +226,21 @@ def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: tuple[bool, bool], alp
     return row
 
 
+def _repeat_values(series: pd.DataFrame) -> np.ndarray:
+    if "repeat" not in series:
+        return series["value"].to_numpy(dtype=float)
+    return per_repeat(series).to_numpy(dtype=float)
+
+
 def compare(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     """One row per series (`KEY`) of either run: medians, change = median(B)/median(A) - 1 with its 95%
     Hodges-Lehmann interval, the U test's p-value and a label from `LABELS`. `client_bound_a` / `_b` say whether a row
     of the series was limited by the load generator in that run, and `client_bound` whether in either: such a series
     says little about the server, and is never gated."""
     tidy_a, tidy_b = _tidy(a), _tidy(b)
-    values_a = {k: g["value"].to_numpy(dtype=float) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
-    values_b = {k: g["value"].to_numpy(dtype=float) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
+    # one value per independent repeat: samples inside a repeat (criterion's, say) share its machine state
+    values_a = {k: _repeat_values(g) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
+    values_b = {k: _repeat_values(g) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
     bound_a = {k: bool(g["client_bound"].any()) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
     bound_b = {k: bool(g["client_bound"].any()) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
     empty = np.empty(0)

@@ -70,9 +70,18 @@ class Row:
             raise TypeError(f"{self.suite}/{self.metric}: value must be a number, got {self.value!r}")
 
 
-# Params that describe one run of a series rather than the series (its slot in the random order, how its drain
-# went): grouping rows into series leaves them out, else each repeat would be a series of its own.
-PER_RUN_PARAMS = ("slot", "drain_timed_out", "drain_open_connections", "drain_busy")
+# Params that describe one run or sample of a series rather than the series (its slot in the random order, how its
+# drain went, the iterations a benchmark tool chose, a criterion sample's index and round): grouping rows into
+# series leaves them out, else each repeat would be a series of its own.
+PER_RUN_PARAMS = (
+    "slot",
+    "drain_timed_out",
+    "drain_open_connections",
+    "drain_busy",
+    "iterations",
+    "round",
+    "sample",
+)
 
 
 def params_key(params: Mapping[str, Any] | None) -> str:
