@@ -212,7 +212,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # the next run's estimate of what remains (setup + call + teardown of each test)
         durations = session.config.stash.get(_DURATIONS, {})
         write_text_atomic(run_dir / "durations.json", json.dumps(durations, indent=0))
-        write_env(run_dir, suite_seconds=suite_seconds(durations))
+        if session.config.stash.get(_OWNS_RUN, False) or (run_dir / "env.json").exists():  # else the runner writes it
+            write_env(run_dir, suite_seconds=suite_seconds(durations))
     if run_dir is not None and (exitstatus == pytest.ExitCode.INTERRUPTED or _SIGNAL in session.config.stash):
         _mark_interrupted(run_dir, session.config.stash.get(_SIGNAL, "SIGINT"))
 
