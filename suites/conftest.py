@@ -5,7 +5,7 @@ import pytest
 
 from polyperf.load import ensure_bombardier, ensure_oha
 from polyperf.measure.flamegraph import ensure_inferno
-from polyperf.record.load_suite import LoadEnv
+from polyperf.orchestrate.load_suite import LoadEnv
 
 pytest_plugins = ["polyperf.record.pytest_plugin"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from polyperf.record.count_runs import CountPlan
+from polyperf.orchestrate.count_runs import CountPlan
 from polyperf.serve.fleet import Fleet, Target
 
 PATHS = ("clone", "document", "raw")

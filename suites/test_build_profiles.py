@@ -28,7 +28,7 @@ from polyperf.common.logs import log_tail
 from polyperf.errors import PolyperfError
 from polyperf.load.drill_driver import ensure_drill, run_drill, to_load_result
 from polyperf.measure.sampler import measure
-from polyperf.record.count_runs import CountPlan
+from polyperf.orchestrate.count_runs import CountPlan
 from polyperf.record.env import add_note
 from polyperf.record.rows import build_rows, measurement_rows
 from polyperf.serve.fleet import Fleet, Target

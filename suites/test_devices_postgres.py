@@ -43,10 +43,10 @@ from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import account_tree, pin_tree, postmaster_pid
 from polyperf.measure.per_second import per_second, read_oha_requests, spike_ratio
 from polyperf.measure.rows_check import parse_request_lines, table_name
-from polyperf.record.count_runs import CountPlan
-from polyperf.record.db_runs import Database, PostRuns
+from polyperf.orchestrate.count_runs import CountPlan
+from polyperf.orchestrate.db_runs import Database, PostRuns
+from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record.env import add_note
-from polyperf.record.load_suite import LoadEnv
 from polyperf.serve.cpu_account import CpuAccount
 from polyperf.serve.cpu_budget import CpuBudgetError
 from polyperf.serve.fleet import Fleet, Target

@@ -24,7 +24,7 @@ import pytest
 from polyperf.errors import ToolchainMissing
 from polyperf.load import ensure_wrk
 from polyperf.measure.counts import syscall_tracer
-from polyperf.record.count_runs import CountPlan
+from polyperf.orchestrate.count_runs import CountPlan
 from polyperf.record.env import add_note
 from polyperf.serve.fleet import Fleet, Target
 

@@ -11,9 +11,9 @@ import pytest
 
 from polyperf.build import build
 from polyperf.common.cpus import split_cpus
+from polyperf.orchestrate.count_runs import CountPlan
+from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record import Recorder
-from polyperf.record.count_runs import CountPlan
-from polyperf.record.load_suite import LoadEnv
 from polyperf.record.run_dir import RowWriter, load_run
 from polyperf.serve.fleet import Fleet, Target
 

@@ -30,7 +30,7 @@ from polyperf.measure.counts import (
     io_counts,
     read_alloc_counter,
 )
-from polyperf.record.count_runs import counting_spec, window_io_rows
+from polyperf.orchestrate.count_runs import counting_spec, window_io_rows
 from polyperf.report.count_figures import count_figures
 from polyperf.serve.server import Server
 

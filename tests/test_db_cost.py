@@ -13,7 +13,7 @@ import pytest
 from polyperf.load.common import LoadResult
 from polyperf.measure.database import ConnectionProbe
 from polyperf.measure.sampler import Measurement, Usage, measure
-from polyperf.record.db_runs import Database, PostRuns
+from polyperf.orchestrate.db_runs import Database, PostRuns
 
 
 def _result(start: float, seconds: float) -> LoadResult:

@@ -19,7 +19,7 @@ import pytest
 import polyperf
 from polyperf.common.cpus import CpuSplitError, cpu_label, split_cpus
 from polyperf.load.native_driver import _WRK_SCRIPT, driver_window
-from polyperf.record.load_suite import LoadEnv
+from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.serve import cpu_budget
 from polyperf.serve.cpu_account import (
     CpuAccount,

@@ -34,8 +34,8 @@ from polyperf.load import (
 from polyperf.load.common import LoadResult
 from polyperf.load.native_driver import oha_counts, wrk_counts
 from polyperf.measure.sampler import Sample, is_client_bound, measure, window_usage
+from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record import Recorder
-from polyperf.record.load_suite import LoadEnv
 from polyperf.record.rows import measurement_rows
 from polyperf.record.run_dir import RowWriter, load_run
 from polyperf.serve.cpu_account import account_support

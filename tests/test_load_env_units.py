@@ -1,4 +1,4 @@
-"""`LoadEnv` (record/load_suite.py) without servers: a stand-in fleet, driver and sampler, so that what a run
+"""`LoadEnv` (orchestrate/load_suite.py) without servers: a stand-in fleet, driver and sampler, so that what a run
 records — its rows, its params, its problems — and the seeded orders, the drain, the CPU budget's rows and
 its calibration are checked to the value."""
 
@@ -13,8 +13,8 @@ from polyperf.errors import ServerFailed
 from polyperf.load.common import LoadFailed, LoadResult
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.sampler import Measurement, Usage
-from polyperf.record import load_suite
-from polyperf.record.load_suite import LoadEnv
+from polyperf.orchestrate import load_suite
+from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record.recorder import Recorder
 from polyperf.serve.cpu_budget import ThrottleStats
 from polyperf.serve.drain import Quiet

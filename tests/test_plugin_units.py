@@ -1,5 +1,5 @@
 """The pure parts of the suites' pytest plugin (record/pytest_plugin.py), of the database runs' rows
-(record/db_runs.py) and of the counting runs (record/count_runs.py), pinned to exact values: how a test's
+(orchestrate/db_runs.py) and of the counting runs (orchestrate/count_runs.py), pinned to exact values: how a test's
 path names its suite, the CPU-budget option, how a pytest-benchmark result becomes rows, the rows-check
 rows, which build counts an app, and syscalls per request."""
 
@@ -21,7 +21,7 @@ from polyperf.load.common import LoadResult
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.rows_check import RowsCheck
 from polyperf.measure.sampler import Measurement, Usage
-from polyperf.record import count_runs, db_runs
+from polyperf.orchestrate import count_runs, db_runs
 from polyperf.record import pytest_plugin as plugin
 from polyperf.record.run_dir import new_run_dir
 from polyperf.record.schema import Row

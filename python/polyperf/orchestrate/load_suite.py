@@ -20,7 +20,7 @@ from polyperf.errors import PolyperfError, ServerFailed
 from polyperf.load import DRIVERS, Bounds, LoadFailed
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.sampler import Measurement, measure
-from polyperf.record.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
+from polyperf.orchestrate.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
 from polyperf.record.recorder import Recorder
 from polyperf.record.rows import measurement_rows
 from polyperf.record.schema import PER_RUN_PARAMS

@@ -28,7 +28,7 @@ from polyperf.measure.counts import (
 from polyperf.serve.server import Server
 
 if TYPE_CHECKING:
-    from polyperf.record.load_suite import LoadEnv
+    from polyperf.orchestrate.load_suite import LoadEnv
     from polyperf.serve.fleet import Target
 
 __all__ = ["CountPlan", "count_target", "counting_spec", "io_rows", "maybe_io_counts", "window_io_rows"]

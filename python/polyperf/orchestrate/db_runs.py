@@ -25,7 +25,7 @@ from polyperf.measure.rows_check import (
     read_request_logs,
 )
 from polyperf.measure.sampler import Measurement
-from polyperf.record.load_suite import LoadEnv
+from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.serve.cpu_account import CpuAccount
 from polyperf.serve.fleet import Target
 from polyperf.serve.postgres import ThrowawayPostgres
