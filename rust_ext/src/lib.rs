@@ -9,6 +9,7 @@ mod errors;
 mod geojson;
 mod jsonio;
 mod syscalls;
+mod test_slowdown;
 
 use std::path::PathBuf;
 
@@ -113,6 +114,7 @@ fn write_lines(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    test_slowdown::init()?;
     m.add_class::<ParseResult>()?;
     m.add_class::<WriteResult>()?;
     m.add_function(wrap_pyfunction!(parse_json_file, m)?)?;
