@@ -16,6 +16,7 @@ static FRACTION: OnceLock<f64> = OnceLock::new();
 pub(crate) fn init() -> Result<(), ExtError> {
     let fraction = match std::env::var(VARIABLE) {
         Err(_) => 0.0,
+        Ok(text) if text.trim().is_empty() => 0.0,
         Ok(text) => match text.trim().parse::<f64>() {
             Ok(pct) if pct.is_finite() && (0.0..=1000.0).contains(&pct) => pct / 100.0,
             _ => {
