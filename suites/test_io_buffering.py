@@ -2,21 +2,23 @@
 BufReader vs a whole-file read, and writes through a bare File vs a BufWriter. Syscall counts are exact facts;
 times are benchmarks.
 
-Sweeps time each configuration inside Rust and interleave the configurations repeat by repeat (A B C A B C
-...), so slow drift of this shared machine hits all of them alike."""
+The timed parses and writes run in fresh worker processes, as pyperf does (`polyperf.orchestrate.workers`): each
+repeat is a new process holding every mode, warmed up alike and timed in a seeded random order, so the modes pair
+by process and an interval carries the spread from one process to the next. Sweeps time each configuration inside
+Rust and interleave the configurations repeat by repeat (A B C A B C ...), so slow drift of this shared machine
+hits all of them alike."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-import orjson
 import pytest
 
 from polyperf import _native
-from polyperf.data.geojson import ARTICLE_BYTES, write_geojson
-from polyperf.record.pytest_plugin import describe_benchmark
+from polyperf.data.geojson import ARTICLE_BYTES, features_json_load, features_orjson_read_all, write_geojson
+from polyperf.orchestrate.workers import Plan, Sample, Side, run_workers
+from polyperf.record.pytest_plugin import benchmark_from_workers
 
 READ_MODES = ("unbuffered", "buffered", "read_all")
 DEFAULT_CAPACITY = 8192
@@ -38,10 +40,17 @@ def bench_size(profile):
 
 
 @pytest.fixture(scope="module")
-def rounds(profile):
-    # Six rounds even in smoke: each round is an independent sample, and six is the least at which a median has a
-    # 95% interval and `polyperf compare` of two smoke runs can tell a regression (a U test needs 4 per side).
-    return profile.pick(smoke=6, quick=7, full=15)
+def worker_plan(profile, load_options):
+    # Six worker processes even in smoke: each is an independent repeat, and six is the least at which a median or
+    # a paired ratio has a 95% interval and `polyperf compare` of two smoke runs can tell a regression (a U test
+    # needs 4 per side). One warm-up call per mode in each; the unbuffered parse of the article's file takes ~2 s.
+    return Plan(
+        processes=profile.pick(smoke=6, quick=6, full=12),
+        rounds=profile.pick(smoke=1, quick=1, full=3),
+        warmup=1,
+        min_round_s=0.01,
+        seed=load_options.seed,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,54 +82,58 @@ def test_parse_syscalls(mode, geojson_files, record):
     assert len(checksums) == len(geojson_files)  # different files, different checksums
 
 
-# The unbuffered parse takes longest (seconds per round): timed last, so a run stopped early already holds the
-# other modes' timing rows (each test's rounds are appended as soon as it ends).
-@pytest.mark.parametrize("mode", sorted(READ_MODES, key=lambda mode: mode == "unbuffered"))
-def test_parse_time(benchmark, mode, geojson_files, bench_size, rounds):
+# (implementation, variant) -> the parse a worker times; the Python parsers are context, not rivals
+PYTHON_PEERS = {("python-json", "buffered"): features_json_load, ("orjson", "read_all"): features_orjson_read_all}
+
+
+@pytest.fixture(scope="module")
+def timings(geojson_files, bench_size, worker_plan, profile, tmp_path_factory, run_dir) -> dict[str, list[Sample]]:
+    """Every timed parse and write, in the same worker processes (see the module doc): side name -> samples."""
     path = geojson_files[bench_size]
-    describe_benchmark(
+    out = tmp_path_factory.mktemp("writes")
+    lines = profile.pick(smoke=2_000, quick=50_000, full=200_000)
+    sides = [Side(f"serde_json/{mode}", _native.parse_json_file, (path, mode, DEFAULT_CAPACITY)) for mode in READ_MODES]
+    sides += [Side(f"{impl}/{variant}", parse, (path,)) for (impl, variant), parse in PYTHON_PEERS.items()]
+    sides += [
+        Side(f"std::io/{mode}", _native.write_lines, (out / f"{mode}.txt", lines, 100, mode, DEFAULT_CAPACITY))
+        for mode in ("unbuffered", "buffered")
+    ]
+    samples = run_workers(sides, worker_plan, log_path=run_dir / "logs" / "workers-io_buffering.log")
+    by_side: dict[str, list[Sample]] = {side.name: [] for side in sides}
+    for sample in samples:
+        by_side[sample.side].append(sample)
+    return {"lines": lines, **by_side}
+
+
+@pytest.mark.parametrize("mode", READ_MODES)
+def test_parse_time(benchmark, mode, timings, bench_size, worker_plan):
+    samples = timings[f"serde_json/{mode}"]
+    assert len({s.process for s in samples}) == worker_plan.processes
+    benchmark_from_workers(
         benchmark,
+        samples,
         case="parse",
         implementation="serde_json",
         variant=mode,
         params={"bytes": bench_size, "capacity": DEFAULT_CAPACITY},
         bytes_per_round=bench_size,
     )
-    result = benchmark.pedantic(
-        _native.parse_json_file,
-        args=(path, mode, DEFAULT_CAPACITY),
-        rounds=rounds,
-        warmup_rounds=1 if mode != "unbuffered" else 0,
-    )
-    assert result.bytes == bench_size
 
 
-def _json_load(path: Path) -> int:
-    with path.open("rb") as fh:  # Python's own buffered reader (io.BufferedReader, 8 KiB)
-        return len(json.load(fh)["features"])
-
-
-def _orjson_read_all(path: Path) -> int:
-    return len(orjson.loads(path.read_bytes())["features"])
-
-
-@pytest.mark.parametrize(
-    ("implementation", "variant", "parse"),
-    [("python-json", "buffered", _json_load), ("orjson", "read_all", _orjson_read_all)],
-)
-def test_python_peers(benchmark, implementation, variant, parse, geojson_files, bench_size, rounds):
+@pytest.mark.parametrize(("implementation", "variant"), list(PYTHON_PEERS))
+def test_python_peers(benchmark, implementation, variant, geojson_files, bench_size, timings):
     """Context: what the same file costs parsed into Python objects by Python's own parsers."""
     path = geojson_files[bench_size]
-    describe_benchmark(
+    assert PYTHON_PEERS[implementation, variant](path) == _native.parse_json_file(path, "read_all").features
+    benchmark_from_workers(
         benchmark,
+        timings[f"{implementation}/{variant}"],
         case="parse",
         implementation=implementation,
         variant=variant,
         params={"bytes": bench_size},
         bytes_per_round=bench_size,
     )
-    features = benchmark.pedantic(parse, args=(path,), rounds=rounds, warmup_rounds=1)
-    assert features == _native.parse_json_file(path, "read_all").features
 
 
 def test_capacity_sweep(geojson_files, bench_size, profile, record):
@@ -187,21 +200,15 @@ def test_write_syscalls(mode, tmp_path, record):
 
 
 @pytest.mark.parametrize("mode", ["unbuffered", "buffered"])
-def test_write_time(benchmark, mode, tmp_path, profile, rounds):
-    lines = profile.pick(smoke=2_000, quick=50_000, full=200_000)
-    line_len = 100
-    describe_benchmark(
+def test_write_time(benchmark, mode, timings, tmp_path):
+    lines, line_len = timings["lines"], 100
+    assert _native.write_lines(tmp_path / "out.txt", lines, line_len, mode, DEFAULT_CAPACITY).bytes == lines * line_len
+    benchmark_from_workers(
         benchmark,
+        timings[f"std::io/{mode}"],
         case="write",
         implementation="std::io",
         variant=mode,
         params={"lines": lines, "line_len": line_len, "capacity": DEFAULT_CAPACITY},
         bytes_per_round=lines * line_len,
     )
-    result = benchmark.pedantic(
-        _native.write_lines,
-        args=(tmp_path / "out.txt", lines, line_len, mode, DEFAULT_CAPACITY),
-        rounds=rounds,
-        warmup_rounds=1,
-    )
-    assert result.bytes == lines * line_len

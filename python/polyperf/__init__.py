@@ -3,8 +3,22 @@
 The programmatic API the CLI, the pytest suites, the nox sessions and notebooks share.
 """
 
-from polyperf.record.run_dir import load_env, load_run
-from polyperf.runner import run
+from typing import Any
 
 __all__ = ["load_env", "load_run", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: `import polyperf._native` (a benchmark worker process) then costs no pandas (0.8 s).
+    if name in ("load_env", "load_run"):
+        from polyperf.record import run_dir
+
+        return getattr(run_dir, name)
+    if name == "run":
+        from polyperf.runner import run
+
+        return run
+    raise AttributeError(f"module 'polyperf' has no attribute {name!r}")
+
+
 __version__ = "0.2.0"

@@ -14,7 +14,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from polyperf.record.recorder import Recorder
 from polyperf.record.run_dir import RowWriter, finalize_run, log_line, new_run_dir, point_latest
 from polyperf.record.schema import Row
 
-__all__ = ["LoadOptions", "describe_benchmark", "suite_of"]
+__all__ = ["LoadOptions", "benchmark_from_workers", "describe_benchmark", "suite_of"]
 
 _EXTRA_KEY = "polyperf"
 
@@ -362,12 +362,31 @@ def benchmark_rows(bench: Any) -> list[Row]:
     iterations = max(int(getattr(bench, "iterations", 1) or 1), 1)
     params = {**label["params"], "iterations": iterations}
     common = (suite_of(bench.fullname), label["case"], label["implementation"], label["variant"])
+    # rounds from worker processes (`benchmark_from_workers`): the repeat is the process, the round a sample of it
+    places = label.get("worker_rounds") or [(index, None) for index in range(len(stats.data))]
     rows = []
-    for repeat, seconds in enumerate(stats.data):
-        rows.append(Row(*common, "seconds", seconds, "s", repeat, params))
+    for (repeat, rnd), seconds in zip(places, stats.data, strict=True):
+        row_params = params if rnd is None else {**params, "round": rnd}
+        rows.append(Row(*common, "seconds", seconds, "s", repeat, row_params))
         if label.get("bytes_per_round") and seconds > 0:
-            rows.append(Row(*common, "bytes_per_s", label["bytes_per_round"] / seconds, "bytes/s", repeat, params))
+            rate = label["bytes_per_round"] / seconds
+            rows.append(Row(*common, "bytes_per_s", rate, "bytes/s", repeat, row_params))
     return rows
+
+
+def benchmark_from_workers(benchmark: Any, samples: Sequence[Any], **label: Any) -> None:
+    """Rounds timed in worker processes (`polyperf.orchestrate.workers`, one side's samples, all with the same
+    calibrated loop count) given to a pytest-benchmark fixture as if it had timed them: its JSON and statistics
+    hold them, and each becomes a row whose repeat is its process and whose `round` param its place in it. The
+    label is `describe_benchmark`'s. Uses pytest-benchmark's `_make_stats` (5.x), the one way to give it times."""
+    if not samples:
+        raise ValueError("no worker samples to record")
+    describe_benchmark(benchmark, **label)
+    benchmark.extra_info[_EXTRA_KEY]["worker_rounds"] = [(s.process, s.round) for s in samples]
+    benchmark._mode = "polyperf worker processes"  # pytest-benchmark's own guard: one measurement per fixture
+    stats = benchmark._make_stats(samples[0].iterations)
+    for sample in samples:
+        stats.update(sample.seconds * sample.iterations)  # pytest-benchmark divides a round by its loops
 
 
 def _write_benchmark(config: pytest.Config, bench: Any) -> None:
