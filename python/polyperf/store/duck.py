@@ -1,0 +1,143 @@
+"""The default store: one DuckDB file beside the runs (`reports/history.duckdb`), no server, no setup.
+
+DuckDB lets one process write a file at a time, and no process read it while another writes. Two CI jobs that
+end together therefore take turns: a lock file beside the store (`fcntl.flock`: shared to read, exclusive to
+write) queues them for up to `POLYPERF_STORE_WAIT` seconds (120 by default). It is hand-written because the
+maintained lock libraries offer only exclusive locks, and readers should not queue behind each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from polyperf.store.records import RunRecord, StoreError
+from polyperf.store.schema import MIGRATIONS, SCHEMA_VERSION, newer_text
+from polyperf.store.sql import SqlStore, frame_for, insert_run_sql, run_row
+
+__all__ = ["DuckDBStore"]
+
+DEFAULT_WAIT = 120.0
+
+
+def _wait_seconds() -> float:
+    try:
+        return float(os.environ.get("POLYPERF_STORE_WAIT", DEFAULT_WAIT))
+    except ValueError:
+        return DEFAULT_WAIT
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path, exclusive: bool, wait: float) -> Iterator[None]:
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    with lock_path.open("a") as fh:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fh, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{lock_path.with_suffix('')}: another polyperf held the history store for {wait:.0f} s; "
+                        "nothing was changed (POLYPERF_STORE_WAIT sets the wait)"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = con.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+class DuckDBStore(SqlStore):
+    """A history in one DuckDB file; every call opens it, does its work and closes it (so other processes get
+    their turn)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.url = str(self.path)
+        self._lock = self.path.with_name(self.path.name + ".lock")
+
+    @contextlib.contextmanager
+    def _connect(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not write and not self.path.exists():
+            raise StoreError(
+                f"{self.path}: no history store here yet (a finished `polyperf run` adds itself; "
+                "`polyperf store add RUN` adds older runs)"
+            )
+        if write:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(self._lock, write, _wait_seconds()):
+            try:
+                con = duckdb.connect(str(self.path), read_only=not write)
+            except duckdb.Error as exc:
+                raise StoreError(f"{self.path}: cannot open the history store ({exc})") from None
+            try:
+                version = _version(con)
+                if version > SCHEMA_VERSION:
+                    raise StoreError(newer_text(str(self.path), version))
+                if write and version < SCHEMA_VERSION:
+                    self._migrate(con, version)
+                yield con
+            finally:
+                con.close()
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection, version: int) -> None:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[number]:
+                    con.execute(statement)
+                con.execute("INSERT INTO schema_version VALUES (?)", [number])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        with self._connect(write=False) as con:
+            if _version(con) == 0:
+                raise StoreError(f"{self.path}: not a polyperf history store (no schema_version table)")
+            return con.execute(sql, list(params)).df()
+
+    def _add(self, record: RunRecord) -> bool:
+        with self._connect(write=True) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                added = con.execute(insert_run_sql(), run_row(record)).fetchall()
+                if not added:  # stored before: the same run twice is stored once
+                    con.execute("ROLLBACK")
+                    return False
+                for table in ("series", "samples", "points", "verdicts"):
+                    frame = frame_for(record, table)
+                    if frame.empty:
+                        continue
+                    con.register("incoming", frame)
+                    columns = ", ".join(f'"{c}"' for c in frame.columns)
+                    conflict = " ON CONFLICT DO NOTHING" if table == "series" else ""
+                    con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM incoming{conflict}")
+                    con.unregister("incoming")
+                con.execute("COMMIT")
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
+        return True
