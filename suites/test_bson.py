@@ -3,24 +3,23 @@
 Python objects against pymongo's C decoder, scored as the MongoDB driver benchmark spec does (bytes / median
 time, MB = 10^6 bytes).
 
-pytest-benchmark gives the rounds and figures; the `*_interleaved` cases time the variants in turn, repeat by
-repeat (A B C A B C ...), so drift of this shared machine hits them alike, and the claims use those pairs.
-They record `cpu_seconds` (this thread's CPU time, `time.thread_time_ns`) next to wall `seconds`: the work is
-single-threaded and CPU-bound, and on a shared 2-core machine wall time also counts other processes' time
-slices (the find decoders' wall-time ratio CI spanned 0.8-3.4x where CPU time gave ±5%). The claims use
-`cpu_seconds`.
+Every timed call runs in fresh worker processes, as pyperf does (`polyperf.orchestrate.workers`): each repeat is
+a new process that holds every path and decoder of every dataset, warms each up alike and times them in a seeded
+random order each round, so the sides of a claim pair by process and an interval carries the spread from one
+process to the next. Each round is given to pytest-benchmark (case `deserialize` / `decode_all`: wall seconds,
+its JSON and statistics) and, from the same rounds, recorded as `cpu_seconds` (this thread's CPU time) in the
+`*_interleaved` cases: the work is single-threaded and CPU-bound, and on a shared 2-core machine wall time also
+counts other processes' time slices (the find decoders' wall-time ratio CI spanned 0.8-3.4x where CPU time gave
+±5%). The claims use `cpu_seconds`.
 
-Python decoders allocate thousands of objects, so the cyclic GC runs during them. Left alone, its full
-collections walk the whole pytest process (pandas, matplotlib, ...) whenever they happen to trigger, which
-swamped the decoders' own work (medians 5-20x slower, CIs spanning 0.4-4.9x). So the process heap is frozen
-(`gc.freeze`) for this module and every decode starts after `gc.collect()`: each decoder then pays exactly the
-collections its own allocations trigger, as in a small program."""
+Python decoders allocate thousands of objects, so the cyclic GC runs during them. Each worker freezes its start-up
+heap (`gc.freeze`) and collects before every round: each decoder then pays exactly the collections its own
+allocations trigger, as in a small program."""
 
 from __future__ import annotations
 
-import gc
+import functools
 import statistics
-import time
 from collections.abc import Callable
 
 import bson
@@ -29,40 +28,22 @@ from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
 from polyperf import _native
-from polyperf.record.pytest_plugin import describe_benchmark
+from polyperf.orchestrate.workers import Plan, Sample, Side, run_workers
+from polyperf.record.pytest_plugin import benchmark_from_workers
 
 PATHS = _native.DESERIALIZE_PATHS
 DATASETS = _native.BSON_DATASETS
 PATHS_IMPL = "bson-rust"
 DECODER_IMPL = "python"
 ARTICLE_DOCUMENTS = 10_000
-_RAW_OPTIONS = CodecOptions(document_class=RawBSONDocument)
 
-
-def _decode_raw(data: bytes) -> list:
-    return bson.decode_all(data, _RAW_OPTIONS)
-
-
-# variant -> decode_all; "pymongo_raw" is pymongo's lazy RawBSONDocument (context, not a rival).
+# variant -> decode_all; "pymongo_raw" is pymongo's lazy RawBSONDocument (context, not a rival). Module-level
+# callables and partials of them: a worker process imports them by reference.
 DECODERS: dict[str, Callable[[bytes], list]] = {
     "pymongo": bson.decode_all,
     "polyperf": _native.bson_decode_all,
-    "pymongo_raw": _decode_raw,
+    "pymongo_raw": functools.partial(bson.decode_all, codec_options=CodecOptions(document_class=RawBSONDocument)),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def frozen_heap():
-    """Moves everything alive now out of the collector's sight for this module (see the docstring)."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
-
-
-def _settle() -> None:
-    """Untimed, before each decode: start from empty GC generations."""
-    gc.collect()
 
 
 @pytest.fixture(scope="module")
@@ -84,14 +65,27 @@ def streams(documents) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def rounds(profile):
-    # Six in smoke: the least at which a median has a 95% interval and a CI gate can see a regression.
-    return profile.pick(smoke=6, quick=15, full=30)
+def worker_plan(profile, load_options):
+    # Six worker processes even in smoke: each is an independent repeat, and six is the least at which a median or
+    # a paired ratio has a 95% interval and a CI gate can see a regression. Rounds inside one are its samples.
+    return Plan(
+        processes=profile.pick(smoke=6, quick=8, full=20),
+        rounds=profile.pick(smoke=1, quick=2, full=3),
+        warmup=1,
+        min_round_s=0.005,
+        seed=load_options.seed,
+    )
 
 
 @pytest.fixture(scope="module")
-def repeats(profile):
-    return profile.pick(smoke=6, quick=15, full=41)
+def timings(replies, streams, worker_plan, run_dir) -> dict[str, list[Sample]]:
+    """Every path and decoder of every dataset, timed in the same worker processes: side name -> samples."""
+    sides = [Side(f"{d}/{path}", _native.deserialize_reply, (replies[d], path)) for d in DATASETS for path in PATHS]
+    sides += [Side(f"{d}/{variant}", decode, (streams[d],)) for d in DATASETS for variant, decode in DECODERS.items()]
+    by_side: dict[str, list[Sample]] = {side.name: [] for side in sides}
+    for sample in run_workers(sides, worker_plan, log_path=run_dir / "logs" / "workers-bson.log"):
+        by_side[sample.side].append(sample)
+    return by_side
 
 
 def _params(dataset: str, documents: dict[str, int], data: bytes) -> dict:
@@ -100,18 +94,18 @@ def _params(dataset: str, documents: dict[str, int], data: bytes) -> dict:
 
 @pytest.mark.parametrize("dataset", DATASETS)
 @pytest.mark.parametrize("path", PATHS)
-def test_path_time(benchmark, path, dataset, replies, documents, rounds):
+def test_path_time(benchmark, path, dataset, replies, documents, timings):
     reply = replies[dataset]
-    describe_benchmark(
+    assert _native.deserialize_reply(reply, path).documents == documents[dataset]
+    benchmark_from_workers(
         benchmark,
+        timings[f"{dataset}/{path}"],
         case="deserialize",
         implementation=PATHS_IMPL,
         variant=path,
         params=_params(dataset, documents, reply),
         bytes_per_round=len(reply),
     )
-    result = benchmark.pedantic(_native.deserialize_reply, args=(reply, path), rounds=rounds, warmup_rounds=1)
-    assert result.documents == documents[dataset]
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
@@ -133,73 +127,47 @@ def test_path_allocations(dataset, replies, documents, record):
         record("allocated_bytes", result.allocated_bytes, "bytes", **common)
 
 
+def _record_cpu(record, samples: list[Sample], params: dict, **common) -> None:
+    """Thread CPU seconds per call of worker rounds: the repeat is the process, the round a sample of it."""
+    for sample in samples:
+        extra = {"iterations": sample.iterations, "round": sample.round}
+        record("cpu_seconds", sample.cpu_seconds, "s", repeat=sample.process, params={**params, **extra}, **common)
+
+
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_path_interleaved(dataset, replies, documents, repeats, record):
-    """Rust-timed calls, paths in turn; on the article's reply raw < document < clone must show."""
+def test_path_interleaved(dataset, replies, documents, timings, record):
+    """The paths' CPU time per call, from the worker rounds; on the article's reply raw < document < clone."""
     reply = replies[dataset]
-    times: dict[str, list[float]] = {path: [] for path in PATHS}
-    for path in PATHS:  # warm-up
-        _native.deserialize_reply(reply, path)
-    for repeat in range(repeats):
-        for path in PATHS:
-            cpu_start = time.thread_time_ns()
-            result = _native.deserialize_reply(reply, path)
-            cpu_seconds = (time.thread_time_ns() - cpu_start) / 1e9
-            seconds = result.elapsed_ns / 1e9
-            times[path].append(cpu_seconds)
-            common = {
-                "case": "deserialize_interleaved",
-                "implementation": PATHS_IMPL,
-                "variant": path,
-                "params": _params(dataset, documents, reply),
-                "repeat": repeat,
-            }
-            record("seconds", seconds, "s", **common)
-            record("cpu_seconds", cpu_seconds, "s", **common)
-            record("bytes_per_s", len(reply) / seconds, "bytes/s", **common)
+    for path in PATHS:
+        samples = timings[f"{dataset}/{path}"]
+        common = {"case": "deserialize_interleaved", "implementation": PATHS_IMPL, "variant": path}
+        _record_cpu(record, samples, _params(dataset, documents, reply), **common)
     if dataset == "find":
-        median = {path: statistics.median(t) for path, t in times.items()}
+        median = {path: statistics.median(s.cpu_seconds for s in timings[f"find/{path}"]) for path in PATHS}
         assert median["raw"] < median["document"] < median["clone"], median
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
 @pytest.mark.parametrize("variant", list(DECODERS))
-def test_decode_all_time(benchmark, variant, dataset, streams, documents, rounds):
+def test_decode_all_time(benchmark, variant, dataset, streams, documents, timings):
     data = streams[dataset]
-    describe_benchmark(
+    assert len(DECODERS[variant](data)) == documents[dataset]
+    benchmark_from_workers(
         benchmark,
+        timings[f"{dataset}/{variant}"],
         case="decode_all",
         implementation=DECODER_IMPL,
         variant=variant,
         params=_params(dataset, documents, data),
         bytes_per_round=len(data),
     )
-    docs = benchmark.pedantic(DECODERS[variant], args=(data,), setup=_settle, rounds=rounds, warmup_rounds=1)
-    assert len(docs) == documents[dataset]
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_decode_all_interleaved(dataset, streams, documents, repeats, record):
-    """pymongo vs polyperf (and RawBSONDocument) in turn on the same bytes; equal results first."""
+def test_decode_all_interleaved(dataset, streams, documents, timings, record):
+    """pymongo vs polyperf (and RawBSONDocument): equal results first, then their CPU time from the worker rounds."""
     data = streams[dataset]
     assert _native.bson_decode_all(data) == bson.decode_all(data)
-    for decode in DECODERS.values():  # warm-up
-        decode(data)
-    for repeat in range(repeats):
-        for variant, decode in DECODERS.items():
-            _settle()
-            cpu_start, start = time.thread_time_ns(), time.perf_counter_ns()
-            docs = decode(data)
-            seconds = (time.perf_counter_ns() - start) / 1e9
-            cpu_seconds = (time.thread_time_ns() - cpu_start) / 1e9
-            del docs  # freeing is outside the timing, as in pytest-benchmark's rounds
-            common = {
-                "case": "decode_all_interleaved",
-                "implementation": DECODER_IMPL,
-                "variant": variant,
-                "params": _params(dataset, documents, data),
-                "repeat": repeat,
-            }
-            record("seconds", seconds, "s", **common)
-            record("cpu_seconds", cpu_seconds, "s", **common)
-            record("bytes_per_s", len(data) / seconds, "bytes/s", **common)
+    for variant in DECODERS:
+        common = {"case": "decode_all_interleaved", "implementation": DECODER_IMPL, "variant": variant}
+        _record_cpu(record, timings[f"{dataset}/{variant}"], _params(dataset, documents, data), **common)
