@@ -386,9 +386,8 @@ def test_pool_overflow(env, plan, database, load_options, run_dir):
     spec = plan["overflow"]
     with ThrowawayPostgres(run_dir / "logs", max_connections=spec["max_connections"]) as tiny:
         pin_tree(tiny.proc.pid, load_options.server_cpus)
-        tiny.query("CREATE ROLE pp_app LOGIN")
+        app_dsn = tiny.add_role("pp_app")  # a login role of its own, with its own password
         tiny.query("GRANT CREATE ON SCHEMA public TO pp_app")  # PostgreSQL 15+ no longer grants it to all
-        app_dsn = tiny.dsn.replace(f"{tiny.user}@", "pp_app@", 1)
         params = {"pool_size": spec["pool"], "pg_max_connections": spec["max_connections"], "app_connections": 5}
         small = [
             Target(

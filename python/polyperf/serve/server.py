@@ -70,12 +70,14 @@ class Server:
         cmd = [str(binary), "--host", self.host, "--port", str(self.port), *self.app.default_args]
         if self.workers:
             cmd += ["--workers", str(self.workers)]
-        if self.database_url and self.app.uses_database:
-            cmd += ["--database-url", self.database_url]
         return cmd + self.extra_args
 
     def start(self) -> Server:
         env = {**os.environ, **self.env} if self.env else None
+        if self.database_url and self.app.uses_database:
+            # the apps read DATABASE_URL when --database-url is absent; the environment keeps a password out of
+            # argv, which every local user can read in /proc
+            env = {**(env or os.environ), "DATABASE_URL": self.database_url}
         self.proc = procs.spawn(self.command(), log_path=self.log_path, cpus=self.cpus, env=env)
         self._wait_ready()
         return self
