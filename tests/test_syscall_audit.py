@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -188,3 +189,20 @@ def test_live_buffered_parse_is_not_flagged(tmp_path):
     assert report.exit_code == 0 and report.flagged == []
     stats = report.file(str(path))
     assert (stats.reads, stats.read_bytes) == (3 + 1, 20_000)  # ceil(20000 / 8192) + the read at EOF
+
+
+@needs_strace
+def test_json_is_alone_on_stdout():
+    """The audited command's own output (here half a JSON object on stdout) goes to stderr."""
+    noisy = "echo 'noise on stdout {\"flagged\": ['; echo 'noise on stderr' >&2"
+    done = subprocess.run(
+        [sys.executable, "-m", "polyperf", "audit", "--json", "--no-stack-traces", "--", "sh", "-c", noisy],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["command"] == ["sh", "-c", noisy] and data["exit_code"] == 0
+    assert "noise on stdout" in done.stderr and "noise on stderr" in done.stderr

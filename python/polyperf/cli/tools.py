@@ -14,7 +14,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if not cmd:
         raise ValueError("audit needs a command: polyperf audit -- CMD ARGS...")
     report = audit(
-        cmd, stack_traces=not args.no_stack_traces, tiny=args.tiny, min_run=args.min_run, timeout=args.timeout
+        cmd,
+        stack_traces=not args.no_stack_traces,
+        tiny=args.tiny,
+        min_run=args.min_run,
+        timeout=args.timeout,
+        stdout_to_stderr=args.json,  # stdout holds the JSON alone
     )
     print(report.to_json() if args.json else report.to_text())
     return 1 if report.flagged and args.fail_on_flag else 0
@@ -34,7 +39,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tiny", type=int, default=16, help="bytes at or below which a syscall is tiny (default 16)")
     p.add_argument("--min-run", type=int, default=64, help="consecutive tiny syscalls that flag a file (default 64)")
     p.add_argument("--no-stack-traces", action="store_true", help="trace once, without the stack-trace rerun")
-    p.add_argument("--json", action="store_true", help="print the findings as JSON (flagged paths under `flagged`)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the findings as JSON (flagged paths under `flagged`), alone on stdout: the command's own "
+        "output goes to stderr",
+    )
     p.add_argument("--fail-on-flag", action="store_true", help="exit 1 when a file is flagged (for CI)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before the command is stopped")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to audit")

@@ -234,9 +234,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _run_bounded(argv: list[str], cmd: Sequence[str], timeout: float, quiet: bool) -> int:
+def _run_bounded(argv: list[str], cmd: Sequence[str], timeout: float, quiet: bool, stdout_to_stderr: bool) -> int:
     out = subprocess.DEVNULL if quiet else None
-    with subprocess.Popen(argv, stdout=out, stderr=out, start_new_session=True) as proc:
+    # fd 2: the command's own output joins ours on stderr, so stdout can hold a report alone
+    stdout = 2 if stdout_to_stderr and not quiet else out
+    with subprocess.Popen(argv, stdout=stdout, stderr=out, start_new_session=True) as proc:
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -286,10 +288,13 @@ def audit(
     min_run: int = 64,
     timeout: float = 600.0,
     quiet: bool = False,
+    stdout_to_stderr: bool = False,
 ) -> AuditReport:
     """Runs `cmd` under `strace -f -y` tracing the read/write family and summarizes the trace. With
     `stack_traces` and a strace that supports `-k`, flagged files get a stack sample from a second, quiet run
-    of the command that is stopped as soon as each has one. The command's exit code is reported, not raised."""
+    of the command that is stopped as soon as each has one. The command's exit code is reported, not raised.
+    The command writes to this process's stdout and stderr; `stdout_to_stderr` sends both to stderr, `quiet`
+    to /dev/null."""
     if not cmd:
         raise ValueError("audit needs a command to run")
     strace = shutil.which("strace")
@@ -302,7 +307,7 @@ def audit(
     argv = [strace, "-f", "-y", "-s", "0", "-e", f"trace={TRACED}", *fast, "--", *cmd]
     with tempfile.TemporaryDirectory(prefix="polyperf-audit-") as tmp:
         trace = Path(tmp) / "strace.txt"
-        code = _run_bounded(_with(argv, "-o", str(trace)), cmd, timeout, quiet)
+        code = _run_bounded(_with(argv, "-o", str(trace)), cmd, timeout, quiet, stdout_to_stderr)
         if not trace.exists():
             raise PolyperfError(f"strace wrote no trace for `{shlex.join(cmd)}` (exit {code})")
         with trace.open(encoding="utf-8", errors="replace") as lines:
