@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from polyperf.cli import apps, remote, runs, tools, verdicts
+from polyperf.cli import ab, apps, history, remote, runs, tools, verdicts
 
 DESCRIPTION = """\
 polyperf re-measures published performance claims (buffered vs unbuffered I/O, BSON
@@ -19,6 +19,7 @@ typical use:
   polyperf run io_buffering --profile smoke
   polyperf report reports/latest    # re-render a run's report
   polyperf verdicts reports/latest --claims my_claims.toml --json
+  polyperf history --fail-on-regression   # change points over commits in the runs' history
 """
 
 
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polyperf", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (runs, verdicts, apps, tools, remote):
+    for group in (runs, ab, verdicts, history, apps, tools, remote):
         group.add_parsers(sub)
     return parser
 

@@ -18,8 +18,8 @@ from polyperf.store.schema import SCHEMA_VERSION
 
 __all__ = [
     "DEFAULT_FILE",
-    "SCHEMA_VERSION",
     "ENV_VAR",
+    "SCHEMA_VERSION",
     "RunRecord",
     "Store",
     "StoreError",

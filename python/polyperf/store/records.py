@@ -191,4 +191,3 @@ def _meta(run_dir: Path, env: dict[str, Any]) -> dict[str, Any]:
         "report": str(report) if report.exists() else None,
         "env": json.dumps(env, sort_keys=True, default=str),
     }
-

@@ -30,7 +30,19 @@ RUN_COLUMNS = [
 ]
 SAMPLE_COLUMNS = ["run_id", "series_id", "repeat", "value", "client_bound"]
 POINT_COLUMNS = ["run_id", "series_id", "n", "value", "low", "high", "client_bound", "exact"]
-VERDICT_COLUMNS = ["run_id", "claim", "suite", "kind", "verdict", "measured", "ci_low", "ci_high", "n", "unit", "reason"]
+VERDICT_COLUMNS = [
+    "run_id",
+    "claim",
+    "suite",
+    "kind",
+    "verdict",
+    "measured",
+    "ci_low",
+    "ci_high",
+    "n",
+    "unit",
+    "reason",
+]
 # Runs of a history in commit order; runs of one commit by their start (the run id begins with its time).
 ORDER = "r.commit_time NULLS LAST, r.run_id"
 _RUN_FIELDS = "r.run_id, r.git_commit, r.commit_time, r.branch, r.machine, r.profile, r.report"
@@ -114,8 +126,8 @@ class SqlStore:
     def samples(self, *, series_id: int, machine: str | None = None) -> pd.DataFrame:
         where, params = _filters(machine, None, None, None)
         sql = (
-            f"SELECT {_RUN_FIELDS}, x.\"repeat\", x.value, x.client_bound FROM samples x JOIN runs r "
-            f"ON r.run_id = x.run_id WHERE {where} AND x.series_id = ? ORDER BY {ORDER}, x.\"repeat\""
+            f'SELECT {_RUN_FIELDS}, x."repeat", x.value, x.client_bound FROM samples x JOIN runs r '
+            f'ON r.run_id = x.run_id WHERE {where} AND x.series_id = ? ORDER BY {ORDER}, x."repeat"'
         )
         return self._query(sql, [*params, int(series_id)])
 
@@ -151,7 +163,9 @@ def run_row(record: RunRecord) -> list[Any]:
 
 def insert_run_sql(placeholder: str = "?") -> str:
     marks = ", ".join([placeholder] * len(RUN_COLUMNS))
-    return f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
+    return (
+        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
+    )
 
 
 def frame_for(record: RunRecord, table: str) -> pd.DataFrame:

@@ -1,0 +1,169 @@
+"""`polyperf store add RUN…` and `polyperf history [backfill]`: the runs' history, its change points and its page."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+STORE_HELP = (
+    "the history store: a DuckDB file, or a postgresql:// URL for a team's store (default: $POLYPERF_STORE, else "
+    "<out>/history.duckdb)"
+)
+HISTORY_DESCRIPTION = """\
+Finds change points in every series over commits (one value per run: the median of its repeats) and in every
+claim's measured value, on one machine fingerprint (CPU model, cores, kernel, CPU budget; by default the newest
+run's). Measured values: E-Divisive means with a Student's t-test (Apache Otava) at p <= 0.001; exact counts
+change at any difference. Each change: the commits on either side, its size (Hodges-Lehmann ratio of the points
+after over those before, 95% Moses interval) and its p-value; the metric catalogue says regression or improvement.
+"""
+
+
+def _pct(value: float) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:+.1%}"
+
+
+def _series_name(row: pd.Series) -> str:
+    if "claim" in row and isinstance(row.get("claim"), str):
+        return f"claim {row['claim']}"
+    parts = [row["suite"], row["case"], row["implementation"], row["variant"], row["driver"], row["metric"]]
+    params = "" if row.get("params") in (None, "{}") else f" {row['params']}"
+    return "/".join(str(p) for p in parts if p) + params
+
+
+def _change_line(row: pd.Series) -> str:
+    interval = (
+        f" [{_pct(row['change_low'])}, {_pct(row['change_high'])}]"
+        if not row["exact"] and math.isfinite(row["change_low"])
+        else ""
+    )
+    significance = "exact count" if row["exact"] else f"p = {row['p_value']:.1g}"
+    return (
+        f"{row['label']:<11} {_series_name(row)}: {_pct(row['change'])}{interval} ({significance}), between "
+        f"{str(row['commit_before'])[:12]} and {str(row['commit_after'])[:12]}"
+    )
+
+
+def _cmd_store_add(args: argparse.Namespace) -> int:
+    from polyperf.store import add_runs, open_store
+
+    store = open_store(args.store, out=args.out)
+    outcomes = add_runs(store, args.runs)
+    for path, outcome in outcomes:
+        print(f"{path}: {outcome}")
+    return 0 if all(not o.startswith("not stored") for _, o in outcomes) else 2
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from polyperf.report.history import build_history, gate
+    from polyperf.store import open_store
+
+    store = open_store(args.store, out=args.out)
+    history = build_history(store, machine=args.machine, suite=args.suite, since=args.since, profile=args.profile)
+    changes = pd.concat([f for f in (history.changes, history.claim_changes) if not f.empty] or [pd.DataFrame()])
+    if args.json:
+        print(changes.to_json(orient="records", indent=1))
+    else:
+        runs = history.points["run_id"].nunique()
+        print(
+            f"machine {history.machine}: {runs} runs over {len(history.commits)} commits, "
+            f"{history.points['series_id'].nunique()} series, {history.verdicts['claim'].nunique()} claims; "
+            f"{len(changes)} change{'s' if len(changes) != 1 else ''}"
+        )
+        for _, row in changes.iterrows():
+            print("  " + _change_line(row))
+    if args.html:
+        from polyperf.report.history_page import write_history_page
+
+        print(f"history page: {write_history_page(history, Path(args.html))}")
+    if args.fail_on_regression:
+        failing = gate(history, args.newest)
+        if not failing.empty:
+            print(
+                f"polyperf: {len(failing)} regression{'s' if len(failing) > 1 else ''} at the newest "
+                f"{args.newest} commits",
+                file=sys.stderr,
+            )
+            return 1
+    return 0
+
+
+def _cmd_backfill(args: argparse.Namespace) -> int:
+    from polyperf.store import add_runs, open_store
+    from polyperf.store.backfill import backfill, plan_backfill, this_machine
+
+    store = open_store(args.store, out=args.out)
+    try:
+        stored = store.stored_commits(machine=this_machine(), profile=args.profile)
+    except Exception as exc:  # an empty or absent store holds nothing to skip
+        if "no history store here yet" not in str(exc):
+            raise
+        stored = set()
+    plan = plan_backfill(args.rev_range, stored)
+    print(f"polyperf: {len(plan.to_run)} commits to run, {len(plan.stored)} already stored (skipped)")
+    if args.dry_run:
+        for commit in plan.to_run:
+            print(f"  would run {commit}")
+        return 0
+    suites = [s for part in args.suites or [] for s in part.split(",") if s]
+
+    def add(run_dir: Path) -> str:
+        return add_runs(store, [run_dir])[0][1]
+
+    backfill(plan, suites, args.profile, Path(args.out).resolve(), add)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    store = sub.add_parser("store", help="the runs' history store: add runs to it")
+    store_sub = store.add_subparsers(dest="store_command", required=True, metavar="ACTION")
+    add = store_sub.add_parser("add", help="add finished runs (run folders) to the history store")
+    add.add_argument(
+        "runs", nargs="+", metavar="RUN", help="run folders (interrupted or half-written ones are refused)"
+    )
+    add.add_argument("--store", default=None, help=STORE_HELP)
+    add.add_argument("--out", default="reports", help="where the runs live (the default store sits beside them)")
+    add.set_defaults(func=_cmd_store_add)
+
+    hist = sub.add_parser(
+        "history",
+        help="change points over commits in every series and claim; the history page; backfill",
+        description=HISTORY_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    hist.add_argument("--store", default=None, help=STORE_HELP)
+    hist.add_argument("--out", default="reports", help="where the runs live (the default store sits beside them)")
+    hist.add_argument("--suite", default=None, help="only this suite's series and claims")
+    hist.add_argument("--machine", default=None, help="machine fingerprint (default: the newest run's)")
+    hist.add_argument("--profile", default=None, help="only runs of this profile")
+    hist.add_argument("--since", default=None, help="only commits made since this date (YYYY-MM-DD)")
+    hist.add_argument("--json", action="store_true", help="print the changes as JSON records")
+    hist.add_argument("--html", default=None, metavar="PATH", help="also write the history page (history.html)")
+    hist.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when a regression is found at the newest commits"
+    )
+    hist.add_argument(
+        "--newest", type=int, default=5, metavar="N", help="what --fail-on-regression counts as newest (default 5)"
+    )
+    hist.set_defaults(func=_cmd_history)
+    hist_sub = hist.add_subparsers(dest="history_command", required=False, metavar="ACTION")
+    back = hist_sub.add_parser(
+        "backfill",
+        help="run suites at each commit of a range (in worktrees), skipping commits already stored",
+        description=(
+            "Runs suites at each commit of REV_RANGE, each in a git worktree of its own (the commit's harness, suites "
+            "and apps; the Rust extension built here), and adds every finished run to the store. Commits the store "
+            "already holds for this machine and profile are skipped."
+        ),
+    )
+    back.add_argument("rev_range", metavar="REV_RANGE", help="e.g. v0.1..main, or one commit")
+    back.add_argument("--suites", action="append", help="suites to run (comma-separated; default every suite)")
+    back.add_argument("--profile", default="smoke", help="profile of each run (default smoke)")
+    back.add_argument("--dry-run", action="store_true", help="list the commits it would run and those it skips")
+    # SUPPRESS: given before `backfill` (to `history`), they are not reset here
+    back.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+    back.add_argument("--out", default=argparse.SUPPRESS, help="where the runs are written (default reports)")
+    back.set_defaults(func=_cmd_backfill)

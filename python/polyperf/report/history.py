@@ -1,0 +1,116 @@
+"""A history read from the store and judged: every series' points and every claim's measured value over commits on
+one machine fingerprint, with their change points (`analyse.changepoints`). The CLI, the history page and
+`polyperf.load_history` all start here."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from polyperf.analyse.changepoints import MAX_PVALUE, series_changes
+from polyperf.store import Store, StoreError, open_store
+
+__all__ = ["History", "build_history", "gate", "load_history", "metric_catalogue"]
+
+
+def metric_catalogue() -> Callable[[str], Any] | None:
+    """The metric catalogue's `metric_info` (direction, exactness), or None where this polyperf has none."""
+    try:
+        from polyperf.record.catalogue import metric_info  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return metric_info
+
+
+@dataclass(frozen=True)
+class History:
+    machine: str
+    points: pd.DataFrame  # one row per run and series (`Store.points`)
+    verdicts: pd.DataFrame  # one row per run and claim (`Store.verdicts`)
+    changes: pd.DataFrame  # series_changes over `points`, with the series' key
+    claim_changes: pd.DataFrame  # series_changes over the claims' measured values
+    commits: list[str]  # every commit of the history, oldest first
+
+    def newest(self, count: int) -> set[str]:
+        return set(self.commits[-count:]) if count > 0 else set()
+
+
+def _machine(store: Store, machine: str | None) -> str:
+    machines = store.machines()
+    if machines.empty:
+        raise StoreError(f"{store.url}: the history store holds no runs yet")
+    if machine is None:
+        return str(machines.sort_values("newest").iloc[-1]["machine"])
+    if machine not in set(machines["machine"]):
+        known = ", ".join(machines["machine"])
+        raise StoreError(f"machine {machine!r} has no runs in {store.url} (stored: {known})")
+    return machine
+
+
+def _claim_points(verdicts: pd.DataFrame) -> pd.DataFrame:
+    measured = verdicts.dropna(subset=["measured"]).rename(columns={"measured": "value"})
+    if measured.empty:
+        return measured.assign(exact=pd.Series(dtype=bool), metric=pd.Series(dtype=str))
+    values = measured["value"].to_numpy(dtype=float)
+    integral = pd.Series(np.isfinite(values) & (values == np.round(values)), index=measured.index)
+    exact = (measured["unit"] == "count") & integral.groupby(measured["claim"]).transform("all")
+    return measured.assign(exact=exact, metric="")
+
+
+def build_history(
+    store: Store,
+    *,
+    machine: str | None = None,
+    suite: str | None = None,
+    since: str | None = None,
+    profile: str | None = None,
+    max_pvalue: float = MAX_PVALUE,
+) -> History:
+    """The history of one machine fingerprint (by default the one of the newest run) with its changes."""
+    machine = _machine(store, machine)
+    points = store.points(machine=machine, suite=suite, since=since, profile=profile)
+    verdicts = store.verdicts(machine=machine, suite=suite, since=since, profile=profile)
+    catalogue = metric_catalogue()
+    changes = series_changes(points, metric_info=catalogue, max_pvalue=max_pvalue)
+    if not changes.empty:
+        keys = points.drop_duplicates("series_id").set_index("series_id")
+        for column in ("suite", "case", "implementation", "variant", "driver", "unit", "params"):
+            changes[column] = changes["series_id"].map(keys[column])
+    claim_changes = series_changes(_claim_points(verdicts), key=("claim",), max_pvalue=max_pvalue)
+    runs = store.runs(machine=machine, since=since)
+    if profile is not None:
+        runs = runs[runs["profile"] == profile]
+    commits = list(dict.fromkeys(c for c in runs["git_commit"] if c))
+    return History(machine, points, verdicts, changes, claim_changes, commits)
+
+
+def gate(history: History, newest: int) -> pd.DataFrame:
+    """The regressions (of series and claims) whose first commit after the change is among the newest `newest`
+    commits: what `--fail-on-regression` fails on."""
+    recent = history.newest(newest)
+    frames = [f for f in (history.changes, history.claim_changes) if not f.empty]
+    if not frames:
+        return pd.DataFrame()
+    both = pd.concat(frames, ignore_index=True)
+    return both[(both["label"] == "regression") & both["commit_after"].isin(recent)]
+
+
+def load_history(
+    store: Store | str | os.PathLike[str] | None = None,
+    *,
+    suite: str | None = None,
+    since: str | None = None,
+    machine: str | None = None,
+) -> pd.DataFrame:
+    """The tidy history: one row per run and series (its commit, branch, machine, profile, the series' key, n,
+    the median of its repeats and its 95% interval), in commit order, from `store` (a Store, a DuckDB path or a
+    postgresql:// URL; by default `POLYPERF_STORE` or `reports/history.duckdb`)."""
+    opened = store if store is not None and not isinstance(store, str | os.PathLike) else open_store(store)
+    frame = opened.points(machine=machine, suite=suite, since=since)
+    frame["commit_time"] = pd.to_datetime(frame["commit_time"], unit="s", utc=True)
+    return frame.reset_index(drop=True)
