@@ -203,4 +203,23 @@ def run(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnreadableLines)  # said above in one line
             report_path = write_report(run_dir)
+    if not interrupted:
+        _add_to_history(run_dir, quiet)
     return RunOutcome(run_dir, code, report_path, interrupted)
+
+
+def _add_to_history(run_dir: Path, quiet: bool) -> None:
+    """A finished run joins the history (`polyperf history`): `POLYPERF_STORE`, else `history.duckdb` beside the
+    runs; `POLYPERF_STORE=off` turns it off. A store that fails costs the run nothing: one line, in its log too."""
+    if os.environ.get("POLYPERF_STORE") == "off":
+        return
+    try:
+        from polyperf.store import add_runs, open_store
+
+        outcome = add_runs(open_store(out=run_dir.parent.parent), [run_dir])[0][1]
+    except Exception as exc:  # the run is measured and written: nothing here may lose it
+        outcome = f"not stored: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    if outcome.startswith("not stored"):
+        log_line(run_dir, f"history: {outcome}")
+        if not quiet:
+            print(f"polyperf: history: {outcome}", file=sys.stderr, flush=True)
