@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from polyperf.cli import ab, apps, history, remote, runs, tools, verdicts
 
@@ -33,6 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings(fallback: Callable[..., None]) -> Callable[..., None]:
+    """polyperf's own warnings (unreadable lines skipped, say) speak to users: one plain line on stderr, without
+    Python's file, line number and class name. Other libraries' warnings print as they always do."""
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if category.__module__.startswith("polyperf."):
+            print(f"polyperf: warning: {message}", file=sys.stderr)
+        else:
+            fallback(message, category, *args, **kwargs)
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from polyperf.common.procs import install_signal_handlers
     from polyperf.errors import PolyperfError
@@ -40,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     install_signal_handlers()
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # puts Python's own warning printer back on the way out
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            return args.func(args)
     except (FileNotFoundError, ValueError, PolyperfError) as exc:
         print(f"polyperf: error: {exc}", file=sys.stderr)
         return 2
