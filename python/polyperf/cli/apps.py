@@ -24,12 +24,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from polyperf.build import APPS, build
+    from polyperf.build.registry import get_app
     from polyperf.record import Recorder, finalize_run, new_run_dir, point_latest
     from polyperf.record.env import write_env
     from polyperf.record.rows import build_rows
     from polyperf.record.run_dir import RowWriter
 
     specs = args.apps or list(APPS)
+    for spec in specs:  # an unknown app is refused before a run folder exists
+        get_app(spec)
     run_dir = new_run_dir(Path(args.out))
     write_env(run_dir, command="build", apps=specs)
     record = Recorder(RowWriter(run_dir), "build")
@@ -81,6 +84,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from polyperf.serve.verify import verify
 
     specs = args.apps or list(APPS)
+    for spec in specs:  # an unknown app is refused before the log folder exists
+        get_app(spec)
     failures = 0
     log_dir = Path(tempfile.mkdtemp(prefix="polyperf-verify-"))
     with contextlib.ExitStack() as stack:
