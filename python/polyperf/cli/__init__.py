@@ -4,6 +4,7 @@ per group of commands, each adding its subparsers."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -58,12 +59,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():  # puts Python's own warning printer back on the way out
             warnings.showwarning = _one_line_warnings(warnings.showwarning)
             return args.func(args)
-    except (FileNotFoundError, ValueError, PolyperfError) as exc:
+    except (OSError, ValueError, PolyperfError) as exc:  # bad input: a file that is a folder, unreadable, invalid
         print(f"polyperf: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("polyperf: interrupted; partial results are kept in the run directory", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: one line for users, the traceback on request (tests assert it never shows)
+        if os.environ.get("POLYPERF_TRACEBACK"):
+            raise
+        print(
+            f"polyperf: internal error: {type(exc).__name__}: {exc} (a bug; POLYPERF_TRACEBACK=1 shows where)",
+            file=sys.stderr,
+        )
+        return 70
 
 
 if __name__ == "__main__":
