@@ -1,0 +1,103 @@
+"""Change points on histories with known answers: steps injected at known commits into synthetic noise, counted
+over many seeded trials; exact counts change at any difference; the catalogue's direction (and only it) labels a
+change a regression or an improvement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from polyperf.analyse.changepoints import better_of, find_changes, label, series_changes
+
+TRIALS = 200
+
+
+def _history(rng: np.random.Generator, n: int, step_at: int | None, step: float, noise: float) -> np.ndarray:
+    level = np.where(np.arange(n) >= (step_at if step_at is not None else n), 1 + step, 1.0)
+    return level * rng.lognormal(0.0, noise, n)
+
+
+def test_a_10_percent_step_at_3_percent_noise_is_found_within_one_commit() -> None:
+    rng = np.random.default_rng(20261124)
+    found, sizes_hold = 0, 0
+    for _ in range(TRIALS):
+        at = int(rng.integers(10, 50))
+        changes = find_changes(_history(rng, 60, at, 0.10, 0.03))
+        near = [c for c in changes if abs(c.index - at) <= 1]
+        found += bool(near)
+        sizes_hold += bool(near) and near[0].change_low <= 0.10 <= near[0].change_high
+    print(f"10% step, 3% noise, 60 commits: found within one commit in {found / TRIALS:.1%} of {TRIALS} trials")
+    print(f"  its 95% interval held the true 10% in {sizes_hold / max(found, 1):.1%} of those")
+    assert found / TRIALS >= 0.90
+    assert sizes_hold / found >= 0.85
+
+
+def test_200_commits_of_pure_noise_hold_at_most_one_false_change_on_average() -> None:
+    rng = np.random.default_rng(7)
+    false = [len(find_changes(_history(rng, 200, None, 0.0, 0.03))) for _ in range(TRIALS)]
+    print(f"200 commits of 3% noise: {np.mean(false):.2f} false changes on average ({TRIALS} trials), max {max(false)}")
+    assert np.mean(false) <= 1.0
+
+
+def test_a_step_is_reported_with_its_size_interval_and_significance() -> None:
+    rng = np.random.default_rng(3)
+    values = _history(rng, 80, 40, 0.20, 0.02)
+    (change,) = find_changes(values)
+    assert change.index == 40 and not change.exact
+    assert change.change_low < change.change < change.change_high and 0.15 < change.change < 0.25
+    assert change.p_value is not None and change.p_value < 1e-6
+
+
+def test_exact_counts_change_at_any_difference() -> None:
+    values = [100, 100, 100, 101, 101, 101, 101, 100]
+    changes = find_changes(values, exact=True)
+    assert [(c.index, c.before, c.after) for c in changes] == [(3, 100, 101), (7, 101, 100)]
+    assert changes[0].change == pytest.approx(0.01) and changes[0].p_value is None
+    assert find_changes([5, 5, 5, 5], exact=True) == [] and find_changes([5.0] * 100) == []
+
+
+@dataclass(frozen=True)
+class _Info:
+    better: str
+    exact: bool = False
+
+
+def test_the_catalogue_alone_says_which_way_is_better() -> None:
+    catalogue = {"seconds": _Info("lower"), "rps": _Info("higher"), "wakeups": _Info("none")}.get
+    assert better_of("seconds", catalogue) == "lower" and better_of("rps", catalogue) == "higher"
+    assert better_of("latency_p99_s", catalogue) == "unknown"  # never guessed from the name
+    assert better_of("seconds", None) == "unknown"
+    assert label(0.1, "lower") == "regression" and label(-0.1, "lower") == "improvement"
+    assert label(-0.1, "higher") == "regression" and label(0.1, "none") == "change"
+    assert label(0.1, "unknown") == "change"
+
+
+def test_series_changes_name_the_commits_on_either_side() -> None:
+    rng = np.random.default_rng(11)
+    rows = []
+    for series, metric, values in (
+        (1, "seconds", _history(rng, 60, 30, 0.10, 0.02)),
+        (2, "read_syscalls", np.array([10.0] * 45 + [11.0] * 15)),
+        (3, "rps", _history(rng, 60, None, 0.0, 0.02)),
+    ):
+        for i, value in enumerate(values):
+            rows.append(
+                {
+                    "series_id": series,
+                    "metric": metric,
+                    "value": value,
+                    "git_commit": f"c{i:02d}",
+                    "run_id": f"r{i:02d}",
+                    "exact": metric == "read_syscalls",
+                }
+            )
+    catalogue = {"seconds": _Info("lower"), "read_syscalls": _Info("lower", exact=True)}.get
+    changes = series_changes(pd.DataFrame(rows), metric_info=catalogue).set_index("series_id")
+    assert sorted(changes.index) == [1, 2]
+    assert changes.loc[1, "commit_before"] == "c29" and changes.loc[1, "commit_after"] == "c30"
+    assert changes.loc[1, "label"] == "regression" and changes.loc[2, "label"] == "regression"
+    assert changes.loc[2, "commit_after"] == "c45" and bool(changes.loc[2, "exact"])
+    assert changes.loc[2, "points_after"] == 15
