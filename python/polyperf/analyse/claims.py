@@ -30,6 +30,7 @@ import pandas as pd
 
 from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, summarize
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
+from polyperf.record.catalogue import metric_info
 
 __all__ = [
     "CLAIMS_FILE",
@@ -202,12 +203,13 @@ def per_repeat(rows: pd.DataFrame) -> pd.Series:
 
 
 def _is_exact(*groups: pd.DataFrame) -> bool:
-    """Counts: whole numbers of unit `count`, or counts per request (a fixed number of requests counted, where
-    background work spreads only a fraction of a count over them, as `compare` treats them)."""
+    """Counts: whole numbers of unit `count`, or counts the metric catalogue declares exact (counts per request
+    among them: a fixed number of requests counted, where background work spreads only a fraction of a count over
+    them, as `compare` treats them)."""
     rows = pd.concat(groups)
     if not (rows["unit"] == "count").all():
         return False
-    if rows["metric"].str.contains("per_request").all():
+    if all((info := metric_info(str(name))) is not None and info.exact for name in rows["metric"].unique()):
         return True
     values = rows["value"].to_numpy(dtype=float)
     return bool(np.all(np.isfinite(values) & (values == np.round(values))))

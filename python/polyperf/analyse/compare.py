@@ -9,7 +9,6 @@ within a stated tolerance; `verdict_changes` lists the claims whose verdict move
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
 from collections.abc import Mapping
@@ -23,10 +22,10 @@ from scipy.stats import mannwhitneyu
 from polyperf.analyse.claims import Claim, evaluate, load_claims, per_repeat
 from polyperf.analyse.stats import ratio
 from polyperf.common.units import format_value
+from polyperf.record.catalogue import MetricInfo, current_metric, metric_info
 from polyperf.record.schema import PER_RUN_PARAMS
 
 __all__ = [
-    "DIRECTIONS",
     "KEY",
     "LABELS",
     "compare",
@@ -41,33 +40,6 @@ __all__ = [
 
 KEY = ["suite", "case", "implementation", "variant", "driver", "metric", "unit", "params"]
 HIGHER, LOWER, UNKNOWN = 1, -1, 0
-# First match wins: (glob on the metric name, glob on the unit, which way is better).
-DIRECTIONS: tuple[tuple[str, str, int], ...] = (
-    # wake-ups by name (futex, epoll_wait) follow timing, not the code: reported, never gated
-    ("*_by_name", "*", UNKNOWN),
-    ("*error*", "*", LOWER),
-    ("*fail*", "*", LOWER),
-    ("non_2xx", "*", LOWER),
-    ("*timeout*", "*", LOWER),
-    ("*", "*/s", HIGHER),  # req/s, 1/s, bytes/s, MB/s
-    ("*rps*", "*", HIGHER),
-    ("*throughput*", "*", HIGHER),
-    ("*per_s", "*", HIGHER),
-    ("achieved_rate_ratio", "*", HIGHER),
-    ("*", "s", LOWER),
-    ("*", "ms", LOWER),
-    ("*", "us", LOWER),
-    ("*", "ns", LOWER),
-    ("*latency*", "*", LOWER),
-    ("*seconds*", "*", LOWER),
-    ("cpu_*", "*", LOWER),
-    ("*", "bytes", LOWER),
-    ("*syscalls*", "count", LOWER),
-    ("alloc*", "count", LOWER),
-    ("*_per_request*", "count", LOWER),
-)
-# Counts a run reproduces exactly; a difference is a behaviour change, not noise.
-DETERMINISTIC_NAMES = ("*syscalls*", "alloc*", "rows_*")
 # Counts per request (allocations or syscalls over a fixed number of requests) are near-exact: background work
 # spreads a fraction of a count over the requests. A change is real when it exceeds 2% or half a count, whichever
 # is larger, so one allocation more per request shows wherever a request makes fewer than 50.
@@ -102,16 +74,27 @@ COLUMNS = [
 ]
 
 
+# --- what a metric means: read from the metric catalogue (record/catalogue.py), never guessed from its name ---
+
+
+def _catalogued(metric: str, unit: str) -> MetricInfo | None:
+    """The catalogue's entry for a series (a v1 name and unit read as their v2 upgrade); None when unknown or
+    recorded in another unit than the catalogue's (another quantity under the same name)."""
+    name, base = current_metric(metric, unit)
+    info = metric_info(name)
+    return info if info is not None and info.unit == base else None
+
+
 def direction(metric: str, unit: str) -> int:
-    """+1 when higher is better, -1 when lower is, 0 when `DIRECTIONS` does not say."""
-    for name, unit_glob, sign in DIRECTIONS:
-        if fnmatch.fnmatchcase(metric, name) and fnmatch.fnmatchcase(unit, unit_glob):
-            return sign
-    return UNKNOWN
+    """+1 when higher is better, -1 when lower is, 0 when the catalogue says neither or does not know the metric."""
+    info = _catalogued(metric, unit)
+    return {"higher": HIGHER, "lower": LOWER}.get(info.better, UNKNOWN) if info is not None else UNKNOWN
 
 
 def is_deterministic_name(metric: str) -> bool:
-    return any(fnmatch.fnmatchcase(metric, pattern) for pattern in DETERMINISTIC_NAMES)
+    """A count a run reproduces exactly (syscalls, allocations, rows), as the catalogue declares it."""
+    info = metric_info(metric)
+    return info is not None and info.exact
 
 
 def too_few_samples(n_a: int, n_b: int, alpha: float = 0.05) -> bool:

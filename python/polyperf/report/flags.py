@@ -1,6 +1,6 @@
 """Results a reader must not take at face value, found in a run: failed tests (failed verification, dead
 servers), notes and interruptions from env.json, unreadable lines of results.jsonl, rows-check mismatches,
-client-bound and noisy series."""
+client-bound and noisy series, metrics the catalogue does not know."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pandas as pd
 from polyperf.analyse.claims import per_repeat
 from polyperf.analyse.stats import summarize
 from polyperf.common.units import format_value
+from polyperf.record.catalogue import current_metric, metric_info
 from polyperf.record.run_dir import JSONL, unreadable_lines, unreadable_note
 from polyperf.record.schema import series_params_key
 
@@ -29,7 +30,8 @@ _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str  # "failed", "interrupted", "unreadable", "note", "rows mismatch", "client-bound", "noisy"
+    # "failed", "interrupted", "unreadable", "note", "rows mismatch", "client-bound", "noisy", "unknown metric"
+    kind: str
     subject: str  # what is flagged (a test, a series, the run)
     detail: str  # why, in words and human units
     suite: str = ""
@@ -147,6 +149,16 @@ def noisy(table: pd.DataFrame, share: float = NOISE_SHARE) -> list[Flag]:
     return [flag for _w, flag in sorted(found, key=lambda f: -f[0])]
 
 
+def unknown_metrics(table: pd.DataFrame) -> list[Flag]:
+    """Metrics the metric catalogue does not know: shown as measured, with no direction, exactness or gate guessed."""
+    flags = []
+    for (suite, metric, unit), _g in table.groupby(["suite", "metric", "unit"], sort=True):
+        if metric_info(current_metric(str(metric), str(unit))[0]) is None:
+            why = "not in the metric catalogue: which way is better, and whether it is exact, are unknown"
+            flags.append(Flag("unknown metric", f"{metric} ({unit})", why, str(suite)))
+    return flags
+
+
 # Every source of flags, in the order the report lists them: (table, env, run directory) -> flags.
 FLAGGERS: list[Callable[[pd.DataFrame, Mapping[str, Any], Path], list[Flag]]] = [
     lambda _t, _e, run_dir: failed_tests(run_dir),
@@ -155,6 +167,7 @@ FLAGGERS: list[Callable[[pd.DataFrame, Mapping[str, Any], Path], list[Flag]]] = 
     lambda table, _e, _r: rows_mismatches(table),
     lambda table, _e, _r: client_bound(table),
     lambda table, _e, _r: noisy(table),
+    lambda table, _e, _r: unknown_metrics(table),
 ]
 
 
