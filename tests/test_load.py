@@ -318,9 +318,15 @@ def test_refuses_non_loopback_targets(url, tmp_path):
     assert not list(tmp_path.iterdir()), "nothing was started"
 
 
-def test_loopback_names_and_addresses_are_accepted():
-    for url in ("http://127.0.0.1:1/", "http://localhost:8080/x", "http://[::1]:80/", "http://127.3.4.5/"):
-        assert require_loopback(url) == url
+def test_loopback_names_and_addresses_are_accepted_and_canonical():
+    cases = {
+        "http://127.0.0.1:1/": "http://127.0.0.1:1/",
+        "http://localhost:8080/x": "http://127.0.0.1:8080/x",
+        "http://[::1]:80/": "http://[::1]:80/",
+        "http://127.3.4.5/": "http://127.3.4.5:80/",
+    }
+    for url, canonical in cases.items():
+        assert require_loopback(url) == canonical
 
 
 def test_bounds_are_validated():

@@ -265,7 +265,7 @@ def test_remote_target_needs_the_opt_in_and_is_refused_in_one_line(tmp_path):
 def test_require_target_opt_in():
     with pytest.raises(TargetNotLoopback, match="--allow-remote"):
         require_target("http://192.0.2.1/")
-    assert require_target("http://192.0.2.1/", allow_remote=True) == "http://192.0.2.1/"
+    assert require_target("http://192.0.2.1/", allow_remote=True) == "http://192.0.2.1:80/"
     assert require_target("http://127.0.0.2:80/") == "http://127.0.0.2:80/"
     for bad in ("ftp://127.0.0.1/", "http:///nohost"):
         with pytest.raises(TargetNotLoopback):

@@ -119,16 +119,23 @@ def _print(result: Any) -> None:
 
 def _cmd_load(args: argparse.Namespace) -> int:
     from polyperf.load import require_target
+    from polyperf.load.common import LoadUnanswered, require_answered
     from polyperf.record import Recorder, finalize_run, new_run_dir, point_latest
     from polyperf.record.env import write_env
     from polyperf.record.run_dir import RowWriter
 
-    require_target(args.url, allow_remote=args.allow_remote)  # before anything is created or started
+    # before anything is created or started; every generator then gets the one canonical URL
+    args.url = require_target(args.url, allow_remote=args.allow_remote)
     if args.driver == "locust" and args.rate:
         raise ValueError("--rate is for --driver oha (locust runs a closed model)")
     run_dir = new_run_dir(Path(args.out))
     write_env(run_dir, command="load", url=args.url, driver=args.driver, workers=args.workers)
     result = _run(args, run_dir / "logs")
+    try:
+        require_answered(result)  # a run most of whose requests failed measured nothing: no rows
+    except LoadUnanswered as exc:
+        print(f"polyperf: error: {exc}; nothing recorded (logs: {run_dir / 'logs'})", file=sys.stderr)
+        return 1
     _print(result)
     params = {
         "url": args.url,
@@ -155,7 +162,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "server already running (e.g. `polyperf serve APP --host ADDR` on another host), prints the result and "
         "records it into a new run directory (suite remote_load). A non-loopback URL needs --allow-remote. With "
         "--workers N the load comes from N `polyperf worker`s (other hosts) that connect to --master-bind: "
-        "locust users spread over them, or one oha run on each, summed.",
+        "locust users spread over them, or one oha run on each, summed. A run in which no request succeeded, or "
+        "more than half failed, exits 1 with the generator's own error and records nothing. The master-worker link "
+        "is unauthenticated: keep --master-bind on loopback or a private network.",
     )
     p.add_argument("url", metavar="URL")
     p.add_argument("--driver", choices=("locust", "oha"), default="oha")
@@ -181,7 +190,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         description="Runs a locust worker (pinned, dying with this command) that connects to the master at "
         "HOST:PORT and runs locust users or a bounded oha as the master asks. Exits when the master quits, "
         "when no master answers within --connect-wait, or after --idle seconds with nothing to do. It loads "
-        "a non-loopback target only with --allow-remote.",
+        "a non-loopback target only with --allow-remote. It takes typed jobs only (target, connections, duration, "
+        "request bound, rate; each checked and bounded) and builds oha's command line itself. Anyone who reaches "
+        "the master's port can give it orders (locust's link has no authentication): connect it only over "
+        "loopback or a network you trust.",
     )
     p.add_argument("--master", required=True, metavar="HOST:PORT", help="the master (`polyperf load --master-bind`)")
     p.add_argument("--client-cpus", default=None, help="pin the worker (and its oha) to these CPUs")

@@ -140,7 +140,7 @@ def run_bombardier(
 ) -> LoadResult:
     """bombardier against `url` (loopback only), closed model with `connections`: stops after
     `bounds.max_requests` requests (`-n`) or, on SIGINT, at `bounds.duration`, whichever comes first."""
-    require_loopback(url)
+    url = require_loopback(url)  # the canonical URL: bombardier reads it as every other generator does
     bombardier = ensure_bombardier(install=False)
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -8,23 +8,26 @@ cost over the same window; the suites turn both into rows.
 
 from __future__ import annotations
 
-import ipaddress
 import itertools
-import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from polyperf.errors import PolyperfError
+from polyperf.load.target import Target, TargetRefused, parse_target
 
 __all__ = [
+    "MAX_FAILED_SHARE",
     "PERCENTILES",
     "Bounds",
     "LoadFailed",
     "LoadResult",
+    "LoadUnanswered",
     "OnSpawn",
     "TargetNotLoopback",
+    "check_target",
+    "failure_reason",
+    "require_answered",
     "require_loopback",
     "require_target",
 ]
@@ -41,36 +44,30 @@ class LoadFailed(PolyperfError):
 
 
 class TargetNotLoopback(LoadFailed, ValueError):
-    """polyperf loads 127.0.0.0/8 or ::1 unless told `--allow-remote`: never a machine that did not agree."""
+    """polyperf loads 127.0.0.0/8 or ::1 unless told `--allow-remote`: never a machine that did not agree, and
+    never a URL that two tools could read as different hosts."""
+
+
+def check_target(url: str, *, allow_remote: bool = False) -> Target:
+    """The parsed, resolved `Target` of `url` if polyperf may load it; raises `TargetNotLoopback` (one line).
+
+    By default only loopback (127.0.0.0/8, ::1; a name must resolve to loopback only); `allow_remote=True` is
+    the explicit opt-in (`--allow-remote`) for a server on another host that agreed to be loaded. The rules
+    for what a URL may look like are `polyperf.load.target`'s."""
+    try:
+        return parse_target(url, allow_remote=allow_remote)
+    except TargetRefused as exc:
+        raise TargetNotLoopback(str(exc)) from None
 
 
 def require_target(url: str, *, allow_remote: bool = False) -> str:
-    """Returns `url` if polyperf may load it; raises `TargetNotLoopback` (one line) otherwise.
-
-    By default only loopback hosts (names are resolved) are accepted; `allow_remote=True` is the explicit
-    opt-in (`--allow-remote` on the command line) for a server on another host that agreed to be loaded.
-    Either way the URL must be http(s) with a host that resolves."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TargetNotLoopback(f"load target {url!r} is not an http(s) URL with a host")
-    host = parts.hostname
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, parts.port or 80, proto=socket.IPPROTO_TCP)}
-    except socket.gaierror as exc:
-        raise TargetNotLoopback(f"load target {url!r}: cannot resolve {host!r} ({exc})") from None
-    if not addresses:
-        raise TargetNotLoopback(f"load target {url!r}: {host!r} resolves to nothing")
-    foreign = sorted(a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
-    if foreign and not allow_remote:
-        raise TargetNotLoopback(
-            f"refusing to load {url!r}: {host!r} resolves to {', '.join(foreign)}, not loopback; pass "
-            "--allow-remote (allow_remote=True) only for a server on another host that agreed to be loaded"
-        )
-    return url
+    """The canonical URL (`scheme://ADDRESS:PORT/path`) to hand a generator, if polyperf may load `url`;
+    raises `TargetNotLoopback` (one line) otherwise (see `check_target`)."""
+    return check_target(url, allow_remote=allow_remote).url
 
 
 def require_loopback(url: str) -> str:
-    """Returns `url` if its host is a loopback address (names are resolved); raises `TargetNotLoopback`."""
+    """`require_target` without the opt-in: the canonical URL of a loopback target."""
     return require_target(url, allow_remote=False)
 
 
@@ -180,3 +177,44 @@ class LoadResult:
             problems.append(f"percentiles not monotonic: {dict(self.latency)}")
         if problems:
             raise LoadFailed(f"{self.driver} against {self.url}: " + "; ".join(problems))
+
+
+# A run is a failed run, and no throughput, when no request succeeded or more than this share failed (no HTTP
+# answer, or a status outside 2xx): a rate of refused connections measures how fast the client gives up. Half is
+# far above any error rate a benchmark should report as a result, and far below "everything failed".
+MAX_FAILED_SHARE = 0.5
+
+
+class LoadUnanswered(LoadFailed):
+    """Most requests of a run failed; the message carries the generator's own error text."""
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def failure_reason(result: LoadResult, max_failed_share: float = MAX_FAILED_SHARE) -> str | None:
+    """Why `result` is a failed run (one line, with the generator's most frequent errors), or None (pure)."""
+    if result.requests and result.successes and result.failures <= max_failed_share * result.requests:
+        return None
+    causes = sorted(result.errors.items(), key=lambda kv: -kv[1])[:2]
+    causes += sorted(
+        ((f"HTTP {code}", n) for code, n in result.status_counts.items() if not 200 <= code < 300),
+        key=lambda kv: -kv[1],
+    )[:2]
+    said = "; ".join(f"{_one_line(text)} ({n}x)" for text, n in causes) or "no error text"
+    if not result.requests:
+        return f"{result.driver} against {result.url}: no request completed in {result.duration:.2f} s ({said})"
+    return (
+        f"{result.driver} against {result.url}: {result.failures} of {result.requests} requests failed "
+        f"({result.failures / result.requests:.0%}); {result.driver} says: {said}"
+    )
+
+
+def require_answered(result: LoadResult, max_failed_share: float = MAX_FAILED_SHARE) -> LoadResult:
+    """`result` if most of its requests succeeded; raises `LoadUnanswered` (see `failure_reason`) otherwise."""
+    reason = failure_reason(result, max_failed_share)
+    if reason:
+        raise LoadUnanswered(reason)
+    return result

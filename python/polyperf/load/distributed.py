@@ -24,15 +24,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.net import free_port
 from polyperf.load import latency_hdr
-from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
+from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, check_target
 from polyperf.load.locust_driver import CHILD, STARTUP_ALLOWANCE, connect_host, parse_hostport
 from polyperf.load.native_driver import oha_counts, oha_latency
+from polyperf.load.worker_job import OhaJob, oha_bound
 
 __all__ = ["combine_oha", "oha_bound", "run_oha_workers", "split_evenly"]
 
@@ -40,16 +40,6 @@ __all__ = ["combine_oha", "oha_bound", "run_oha_workers", "split_evenly"]
 def split_evenly(total: float, parts: int) -> int:
     """Each of `parts` workers' share of a total (rounded up, at least 1) (pure)."""
     return max(1, math.ceil(total / parts))
-
-
-def oha_bound(budget: int, duration: float, rate: float | None) -> list[str]:
-    """A worker's oha arguments for its bound (pure). Closed model: `-n` the request budget, and the worker
-    sends SIGINT at the duration (oha then stops orderly and still writes every request). At a fixed rate
-    oha exits on SIGINT without writing them, so there it ends by itself: `-z` the duration, or the time
-    the budget takes at that rate if shorter, and the worker never interrupts it."""
-    if not rate:
-        return ["-n", str(budget)]
-    return ["-z", f"{min(duration, budget / rate):g}s", "-q", f"{rate:g}", "--latency-correction"]
 
 
 def run_oha_workers(
@@ -69,21 +59,29 @@ def run_oha_workers(
 ) -> LoadResult:
     """One bounded oha run on each of `workers` external `polyperf worker`s, combined (module doc).
 
-    `connections`, `rate` and `bounds.max_requests` are totals, split evenly over the workers.
+    `connections`, `rate` and `bounds.max_requests` are totals, split evenly over the workers. Each worker
+    gets an `OhaJob` (target, connections, duration, request bound, rate), checks it and builds oha's command
+    line itself; the master binds `master_bind`, loopback unless told otherwise.
     """
-    require_target(url, allow_remote=allow_remote)
+    target = check_target(url, allow_remote=allow_remote)
+    url = target.url
     if workers < 1:
         raise ValueError("run_oha_workers needs at least one external worker")
-    parts = urlsplit(url)
+    job = OhaJob(
+        target=url,
+        connections=split_evenly(connections, workers),
+        duration_s=bounds.duration,
+        max_requests=split_evenly(bounds.max_requests, workers),
+        rate=rate / workers if rate else None,
+    )
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     bind_host, bind_port = parse_hostport(master_bind or "127.0.0.1", 0)
-    budget = split_evenly(bounds.max_requests, workers)
     tag = f"oha-master-{time.time_ns()}"
     out = log_dir / f"{tag}.json"
     cfg: dict[str, Any] = {
-        "host": f"{parts.scheme}://{parts.netloc}",
-        "path": (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+        "host": target.origin,
+        "path": target.path,
         "duration": bounds.duration,
         "grace": bounds.grace,
         "max_requests": bounds.max_requests,
@@ -93,14 +91,7 @@ def run_oha_workers(
         "master_port": bind_port or free_port(connect_host(bind_host)),
         "worker_wait": worker_wait,
         "out": str(out),
-        "oha_job": {
-            "url": url,
-            "duration": bounds.duration,
-            "grace": bounds.grace,
-            "bound": oha_bound(budget, bounds.duration, rate / workers if rate else None),
-            "interrupt": not rate,
-            "connections": split_evenly(connections, workers),
-        },
+        "oha_job": job.to_message(),
     }
     cfg_path = log_dir / f"{tag}.config.json"
     cfg_path.write_text(json.dumps(cfg))

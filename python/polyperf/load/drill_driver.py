@@ -25,7 +25,7 @@ from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import cargo_install
-from polyperf.load.common import PERCENTILES, LoadFailed, LoadResult, require_loopback
+from polyperf.load.common import PERCENTILES, LoadFailed, LoadResult, check_target
 
 __all__ = [
     "DRILL_VERSION",
@@ -213,7 +213,8 @@ def run_drill(
 ) -> DrillRun:
     """Runs drill against `base_url` + `path` (loopback only), pinned to `client_cpus`; killed and
     `LoadFailed` if it has not finished within `timeout` seconds (drill itself has no time bound)."""
-    url = require_loopback(base_url.rstrip("/") + path)
+    target = check_target(base_url.rstrip("/") + path)  # loopback only; drill gets the canonical parts
+    url, base_url, path = target.url, target.origin, target.path
     drill = drill or ensure_drill(install=False)
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,10 @@ Roles: `local` (one process, LocalRunner), `master` (MasterRunner; waits for its
 bounds and the stats), `oha-master` (MasterRunner that has each worker run a bounded oha and send its
 JSON summary back) and `worker` (WorkerRunner; runs users, or oha, until the master says quit; an
 external `polyperf worker` on another host is this same role). The master tells each worker what to
-load with a `polyperf_config` message (locust's `register_message`/`send_message`) and starts only
-once every worker has accepted it: a worker refuses a non-loopback target unless its own config says
-`allow_remote`. The local runner or the master writes the result JSON that `locust_driver` reads back.
+load with a `polyperf_config` message (locust's `register_message`/`send_message`), a typed `UsersJob`, and
+starts only once every worker has accepted it: a worker refuses a non-loopback target unless its own config
+says `allow_remote`. A worker's users send only to the target it accepted, whatever host locust's own
+spawn message names. The local runner or the master writes the result JSON that `locust_driver` reads back.
 The master's handling of its workers and the worker role live in the sibling `locust_remote.py`.
 
 POST mode (`method`, `body`: a fixed string or "devices", a random device per request): users wait
@@ -38,12 +39,13 @@ from locust.runners import STATE_STOPPED, MasterRunner, Runner
 # this script's siblings (run as a script, it cannot import polyperf)
 from locust_post import RequestLog, send_body
 from locust_remote import configure_workers, oha_master, quit_master, serve_worker, wait_for_workers
+from worker_job import UsersJob
 
 PERCENTILES = (0.50, 0.90, 0.99, 0.999)
 
 _status = Counter()  # HTTP status -> responses, this process
 _budget = {"left": math.inf}  # requests this process may still send (the request-count bound)
-_target = {"path": "/", "ok": False}  # what to GET; `ok` once the master's config was accepted
+_target = {"origin": None, "path": "/", "ok": False}  # what to GET; `ok` once the master's config was accepted
 # POST mode (see the module doc); GET runs keep these defaults
 _POST_KEYS = ("method", "body", "think", "timeout", "requests_log")
 _target.update(method="GET", body=None, think=0.0, timeout=None, requests_log=None)
@@ -59,6 +61,8 @@ def make_user() -> type[FastHttpUser]:
         connection_timeout = 5.0
 
         def __init__(self, environment: Environment) -> None:
+            if _target["origin"]:  # the accepted target, never the host a master's spawn message names
+                self.host = _target["origin"]
             if _target["timeout"]:  # POST mode: the client's own timeout (the article's client gave up at 1 s)
                 self.network_timeout = self.connection_timeout = float(_target["timeout"])
             super().__init__(environment)
@@ -183,12 +187,20 @@ def _result(
     }
 
 
-def _accept(job: dict[str, Any]) -> None:
-    """A worker takes the master's first accepted config: what to load and its share of the request budget."""
-    if not _target["ok"]:
-        _target.update(path=job["path"], ok=True)
-        _target.update({k: job[k] for k in _POST_KEYS if k in job})
-        _budget["left"] = job["budget"]
+def _accepter(cfg: dict[str, Any]) -> Any:
+    """How a worker takes the master's first accepted job: what to load and its share of the request budget.
+    Its request log, if the job asks for one, is a file the worker names (its config's, else in its log folder)."""
+
+    def accept(job: UsersJob, target: Any) -> None:
+        if _target["ok"]:
+            return
+        log = cfg.get("requests_log") or str(Path(cfg.get("log_dir") or ".") / "locust-requests")
+        _target.update(origin=target.origin, path=target.path, method=job.method, body=job.body)
+        _target.update(think=job.think, timeout=job.timeout, requests_log=log if job.log_requests else None)
+        _budget["left"] = job.budget
+        _target["ok"] = True
+
+    return accept
 
 
 def main(argv: list[str]) -> int:
@@ -202,8 +214,8 @@ def main(argv: list[str]) -> int:
     )
     _track_status(env)
     if role == "worker":
-        return serve_worker(env, cfg, _accept)
-    _target.update(path=cfg["path"], ok=True)
+        return serve_worker(env, cfg, _accepter(cfg))
+    _target.update(origin=cfg["host"], path=cfg["path"], ok=True)
     _target.update({k: cfg[k] for k in _POST_KEYS if k in cfg})
     _budget["left"] = cfg["process_budget"]
     if role == "local":
@@ -223,9 +235,16 @@ def main(argv: list[str]) -> int:
         )
         assert isinstance(runner, MasterRunner)
         wait_for_workers(runner, cfg["workers"], cfg.get("worker_wait", 60.0))
-        job = {"url": cfg["host"] + cfg["path"], "path": cfg["path"], "budget": cfg["process_budget"]}
-        job |= {k: cfg[k] for k in _POST_KEYS if k in cfg}
-        configure_workers(runner, job, acks, timeout=15.0)
+        job = UsersJob(
+            target=cfg["host"] + cfg["path"],
+            budget=max(1, cfg["process_budget"]),
+            method=cfg.get("method", "GET"),
+            body=cfg.get("body"),
+            think=cfg.get("think", 0.0),
+            timeout=cfg.get("timeout"),
+            log_requests=bool(cfg.get("requests_log")),
+        )
+        configure_workers(runner, job.to_message(), acks, timeout=15.0)
         if role == "oha-master":
             Path(cfg["out"]).write_text(json.dumps(oha_master(runner, cfg, reports)))
             return 0

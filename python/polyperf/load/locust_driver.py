@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.net import free_port
-from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, require_target
+from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, check_target
 
 __all__ = ["DEFAULT_MASTER_PORT", "LOCUST_RESOLUTION", "connect_host", "parse_hostport", "run_locust"]
 
@@ -41,14 +41,17 @@ CHILD = Path(__file__).with_name("locust_child.py")
 LOCUST_RESOLUTION = 0.001  # locust stores response times in whole ms below 100 ms (coarser above)
 STARTUP_ALLOWANCE = 45.0  # importing locust/gevent and connecting workers, on a busy 2-core box
 DEFAULT_MASTER_PORT = 5557  # locust's own default
+_HOSTPORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.*-]+))(?::(?P<port>[0-9]{1,5}))?", re.ASCII)
 
 
 def parse_hostport(text: str, default_port: int = DEFAULT_MASTER_PORT) -> tuple[str, int]:
-    """ "ADDR:PORT", "ADDR", "[::1]:PORT" -> (host, port) (pure)."""
-    parts = urlsplit(f"//{text}")
-    if not parts.hostname:
-        raise ValueError(f"{text!r} is not ADDR[:PORT]")
-    return parts.hostname, parts.port or default_port
+    """ "ADDR:PORT", "ADDR", "[::1]:PORT" -> (host, port) (pure); anything else (user-info, a path, a port
+    outside 0-65535) is refused with ValueError."""
+    match = _HOSTPORT.fullmatch(text)
+    port = int(match["port"]) if match and match["port"] else default_port
+    if match is None or not 0 <= port <= 65535:
+        raise ValueError(f"{text!r} is not ADDR[:PORT] (an IPv6 address in brackets)")
+    return match["v6"] or match["host"], port
 
 
 def connect_host(bind: str) -> str:
@@ -114,19 +117,19 @@ def run_locust(
     local worker when `external_workers` > 0 (then the master waits for those, on `master_bind`).
     `alive` is called while waiting (e.g. `Server.check_alive`); whatever it raises ends the run.
     """
-    require_target(url, allow_remote=allow_remote)
-    parts = urlsplit(url)
+    target = check_target(url, allow_remote=allow_remote)
+    url = target.url  # what every process loads, and what the result reports
     if processes is None:
         processes = 0 if external_workers else max(1, len(client_cpus))
     workers = processes + external_workers if (external_workers or processes > 1) else 0
     bind_host, bind_port = parse_hostport(master_bind or "127.0.0.1:0", 0)
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
-    tag = f"locust-{parts.port}-{time.time_ns()}"
+    tag = f"locust-{target.port}-{time.time_ns()}"
     out = log_dir / f"{tag}.json"
     cfg = {
-        "host": f"{parts.scheme}://{parts.netloc}",
-        "path": (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+        "host": target.origin,
+        "path": target.path,
         "users": users,
         "spawn_rate": spawn_rate,
         "steps": [list(s) for s in steps],

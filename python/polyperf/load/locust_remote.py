@@ -1,13 +1,17 @@
 """The distributed side of `locust_child.py` (a sibling it imports as a plain module, like `locust_post`):
 the master's handling of its workers, and the worker role itself, which may run oha instead of users.
 
+A worker takes orders, not options: each message is read back into a typed job (`worker_job`: known keys,
+bounded values, the target checked again here by `target.parse_target` under the worker's own
+`--allow-remote`), and the worker builds oha's command line itself. Anything else is refused in one line,
+sent back to the master, which fails the run with it.
+
 Imports locust (gevent-patched), so like the child it is never imported by the harness.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ipaddress
 import json
 import math
 import os
@@ -19,32 +23,29 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import gevent
 import locust.runners
 from locust.env import Environment
 from locust.rpc import Message
 from locust.runners import MasterRunner, WorkerRunner
+from worker_job import GRACE_S, OhaJob, UsersJob, oha_command
 
-__all__ = ["configure_workers", "oha_master", "quit_master", "refusal", "serve_worker", "wait_for_workers"]
+__all__ = ["configure_workers", "oha_master", "quit_master", "read_job", "serve_worker", "wait_for_workers"]
 
 _activity = {"last": time.monotonic(), "busy": 0}  # for the external worker's idle bound
 
 
-def refusal(url: str, allow_remote: bool) -> str | None:
-    """None if this process may load `url`, else why not (the rule of polyperf.load.common.require_target)."""
-    host = urlsplit(url).hostname
-    if not host:
-        return f"{url!r} has no host"
+def read_job(kind: type[OhaJob] | type[UsersJob], data: Any, allow_remote: bool) -> tuple[Any, str | None]:
+    """(job, None) if this worker may run `data` as a `kind`, else (None, why not, one line)."""
     try:
-        found = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
-    except OSError as exc:
-        return f"cannot resolve {host!r}: {exc}"
-    foreign = sorted(a for a in found if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
-    if foreign and not allow_remote:
-        return f"refusing to load {url!r} ({', '.join(foreign)} is not loopback): start the worker with --allow-remote"
-    return None
+        job, target = kind.from_message(data, allow_remote=allow_remote)
+    except ValueError as exc:  # JobRefused, TargetRefused
+        reason = " ".join(str(exc).split())
+        if "not loopback" in reason:
+            reason += "; start the worker with --allow-remote to allow it"
+        return None, reason
+    return (job, target), None
 
 
 def wait_for_workers(runner: MasterRunner, expected: int, timeout: float) -> None:
@@ -98,22 +99,22 @@ def _die_with_parent() -> None:  # runs in oha between fork and exec
     ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
-def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    """One bounded oha run on this worker's CPUs (oha's own bound as the master chose it, `job["bound"]`,
-    and a SIGINT at the duration if `job["interrupt"]`; killed after the grace); returns oha's summary and
-    an HDR histogram of every latency it wrote (`latency_hdr`), or an error."""
-    error = refusal(job["url"], cfg.get("allow_remote", False))
+def _run_oha(data: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+    """One bounded oha run on this worker's CPUs, built here from a checked `OhaJob` (its request bound, and a
+    SIGINT at the duration in the closed model; killed after the grace); returns oha's summary and an HDR
+    histogram of every latency it wrote (`latency_hdr`), or an error."""
+    checked, error = read_job(OhaJob, data, cfg.get("allow_remote", False))
     if error or not cfg.get("oha"):
         return {"error": error or "no oha on this worker's host (polyperf worker --oha PATH)"}
+    job: OhaJob = checked[0]
     log_dir = Path(cfg.get("log_dir") or ".")
     out = log_dir / f"oha-{time.time_ns()}.json"
     requests_db = out.with_suffix(".sqlite")
     threads = len(os.sched_getaffinity(0))
-    cmd = [cfg["oha"], *job["bound"], "-c", str(job["connections"]), "--no-tui", "--db-url", str(requests_db)]
-    cmd += ["--output-format", "json", "-o", str(out), "--worker-threads", str(threads), "-t", "10s"]
+    cmd = oha_command(job, oha=cfg["oha"], out=str(out), requests_db=str(requests_db), threads=threads)
     with out.with_suffix(".log").open("ab") as log:
         proc = subprocess.Popen(
-            [*cmd, job["url"]],
+            cmd,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -123,18 +124,19 @@ def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     try:
         while proc.poll() is None:
             elapsed = time.monotonic() - started
-            if job["interrupt"] and not interrupted and elapsed >= job["duration"]:
+            if job.interrupt and not interrupted and elapsed >= job.duration_s:
                 proc.send_signal(signal.SIGINT)
                 interrupted = True
-            if elapsed > job["duration"] + job["grace"]:
-                return {"error": f"oha still running {elapsed:.0f}s after start (bound {job['duration']}s); killed"}
+            if elapsed > job.duration_s + GRACE_S:
+                return {"error": f"oha still running {elapsed:.0f}s after start (bound {job.duration_s}s); killed"}
             gevent.sleep(0.01)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     if proc.returncode != 0:
-        return {"error": f"oha exited with {proc.returncode}; log {out.with_suffix('.log')}"}
+        tail = " ".join(out.with_suffix(".log").read_text(errors="replace").split()[-30:])
+        return {"error": f"oha exited with {proc.returncode}; log {out.with_suffix('.log')}: {tail}"}
     # oha's window ends when it wrote its summary, before it stored every request: date it by the file
     exited = time.monotonic() - max(0.0, time.time() - out.stat().st_mtime)
     data = json.loads(out.read_text())
@@ -153,9 +155,9 @@ def _run_oha(job: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def serve_worker(env: Environment, cfg: dict[str, Any], accept: Callable[[dict[str, Any]], None]) -> int:
+def serve_worker(env: Environment, cfg: dict[str, Any], accept: Callable[[UsersJob, Any], None]) -> int:
     """A worker: connects (bounded), runs what the master asks, quits with it or when idle too long.
-    `accept(job)` takes a config the worker may load (the child keeps what to load and the budget)."""
+    `accept(job, target)` takes a checked `UsersJob` (the child keeps what to load and the budget)."""
     # seconds, not locust's 5 min, to find the master; 15 s without its heartbeat means it is gone
     attempts = math.ceil(cfg.get("connect_wait", 60.0) / locust.runners.CONNECT_TIMEOUT)
     locust.runners.CONNECT_RETRY_COUNT = max(0, attempts - 1)  # it gives up when retry > count
@@ -171,15 +173,22 @@ def serve_worker(env: Environment, cfg: dict[str, Any], accept: Callable[[dict[s
 
     def on_config(environment: Environment, msg: Message) -> None:
         _activity["last"] = time.monotonic()
-        error = refusal(msg.data["url"], allow_remote)
+        checked, error = read_job(UsersJob, msg.data, allow_remote)
         if error is None:
-            accept(msg.data)
+            accept(*checked)
+        else:
+            print(f"polyperf worker: refused a job: {error}", file=sys.stderr, flush=True)
         runner.send_message("polyperf_config_ack", {"error": error})
 
     def on_oha(environment: Environment, msg: Message) -> None:
+        if _activity["busy"]:  # one oha at a time: a second order while one runs is refused, not queued
+            runner.send_message("polyperf_oha_done", {"error": "this worker is already running an oha job"})
+            return
         _activity["busy"] += 1
         try:
             report = _run_oha(msg.data, cfg)
+            if report.get("error"):
+                print(f"polyperf worker: {report['error']}", file=sys.stderr, flush=True)
         except Exception as exc:  # reported to the master, which fails the run with it
             report = {"error": f"{type(exc).__name__}: {exc}"}
         finally:

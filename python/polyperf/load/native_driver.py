@@ -150,8 +150,9 @@ def run_oha(
     `rate` requests/s with latency measured from each request's scheduled time (`--latency-correction`).
     `method` and `body` make every request the same POST (e.g. the matrix app's `{"n": 120}`).
     `per_request`: oha also writes every request (due time, end, status) to a sqlite file (`--db-url`), named
-    in `extra["requests_db"]` (see `polyperf.measure.per_second`); oha writes it after the run, at exit."""
-    require_target(url, allow_remote=allow_remote)
+    in `extra["requests_db"]` (see `polyperf.measure.per_second`); oha writes it after the run, at exit.
+    oha gets the canonical URL (`require_target`), which `LoadResult.url` reports."""
+    url = require_target(url, allow_remote=allow_remote)
     oha = ensure_oha(install=False)
     log_dir = Path(log_dir)
     tag = f"oha-{time.time_ns()}"
@@ -257,7 +258,7 @@ def run_wrk(
     allow_remote: bool = False,
 ) -> LoadResult:
     """wrk against `url` (loopback unless `allow_remote`), closed model: the reference for oha's ceiling."""
-    require_target(url, allow_remote=allow_remote)
+    url = require_target(url, allow_remote=allow_remote)
     if bounds.max_requests < bounds.duration * WRK_UNREACHABLE_RPS:
         raise LoadFailed(
             f"wrk cannot stop at {bounds.max_requests} requests (fixed-request mode stops on time only; a Lua "
