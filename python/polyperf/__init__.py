@@ -5,7 +5,7 @@ The programmatic API the CLI, the pytest suites, the nox sessions and notebooks 
 
 from typing import Any
 
-__all__ = ["load_env", "load_run", "run"]
+__all__ = ["load_env", "load_history", "load_run", "run"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,6 +18,10 @@ def __getattr__(name: str) -> Any:
         from polyperf.runner import run
 
         return run
+    if name == "load_history":  # the runs' history store as one tidy table (report/history.py)
+        from polyperf.report.history import load_history
+
+        return load_history
     raise AttributeError(f"module 'polyperf' has no attribute {name!r}")
 
 
