@@ -75,10 +75,11 @@ def _cmd_history(args: argparse.Namespace) -> int:
         )
         for _, row in changes.iterrows():
             print("  " + _change_line(row))
-    if args.html:
+    if not args.no_html:
         from polyperf.report.history_page import write_history_page
 
-        print(f"history page: {write_history_page(history, Path(args.html))}")
+        page = write_history_page(history, Path(args.html or Path(args.out) / "history.html"))
+        print(f"history page: {page}", file=sys.stderr if args.json else sys.stdout)
     if args.fail_on_regression:
         failing = gate(history, args.newest)
         if not failing.empty:
@@ -141,7 +142,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     hist.add_argument("--profile", default=None, help="only runs of this profile")
     hist.add_argument("--since", default=None, help="only commits made since this date (YYYY-MM-DD)")
     hist.add_argument("--json", action="store_true", help="print the changes as JSON records")
-    hist.add_argument("--html", default=None, metavar="PATH", help="also write the history page (history.html)")
+    hist.add_argument("--html", default=None, metavar="PATH", help="where to write the page (<out>/history.html)")
+    hist.add_argument("--no-html", action="store_true", help="do not write the history page")
     hist.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when a regression is found at the newest commits"
     )

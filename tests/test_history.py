@@ -1,0 +1,139 @@
+"""`polyperf history` over a stored history with known steps: the changes it prints, the gate on the newest commits,
+the tidy frame `polyperf.load_history` returns, and the history page — checked as HTML here and, where Chromium is
+installed, in a headless browser as the run report is."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import polyperf
+from polyperf.cli import main
+from polyperf.record import Row
+from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir
+from polyperf.report import write_report
+from polyperf.report.history import build_history
+from polyperf.report.history_page import write_history_page
+from polyperf.store import add_runs, open_store
+
+COMMITS = 24
+STEP_AT, COUNT_STEP_AT = 12, 20  # the unbuffered parse slows by 30% here; buffered read syscalls rise by one here
+IO = {"bytes": 2009108, "capacity": 8192}
+ENV = {"cpu_model": "Synthetic CPU", "cpu_count": 2, "kernel": "6.1.0", "profile": "smoke", "schema_version": 2}
+
+
+def _rows(commit: int, rng: np.random.Generator) -> list[Row]:
+    rows = []
+    slow = 1.3 if commit >= STEP_AT else 1.0
+    for repeat in range(6):
+        for variant, seconds, reads in (("unbuffered", 0.120 * slow, 2009108), ("buffered", 0.011, 247)):
+            common = {"suite": "io_buffering", "implementation": "serde_json", "variant": variant, "repeat": repeat}
+            noisy = seconds * float(rng.lognormal(0, 0.02))
+            rows.append(Row(case="parse", metric="seconds", value=noisy, unit="s", params={"bytes": 2009108}, **common))
+            reads += variant == "buffered" and commit >= COUNT_STEP_AT
+            rows.append(
+                Row(case="parse_syscalls", metric="read_syscalls", value=reads, unit="count", params=IO, **common)
+            )
+    return rows
+
+
+@pytest.fixture(scope="module")
+def history_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reports")
+    rng = np.random.default_rng(5)
+    runs = []
+    for commit in range(COMMITS):
+        run_dir = new_run_dir(out, run_id=f"202601{commit + 1:02d}-000000-aaaa")
+        RowWriter(run_dir).write(_rows(commit, rng))
+        (run_dir / "env.json").write_text(json.dumps({**ENV, "git_commit": f"{commit:02d}" * 20}))
+        finalize_run(run_dir)
+        if commit % 12 == 0:
+            write_report(run_dir)
+        runs.append(run_dir)
+    assert {o for _, o in add_runs(open_store(out / "history.duckdb"), runs)} == {"added"}
+    return out
+
+
+def test_history_finds_the_steps_between_the_right_commits(history_out: Path, capsys) -> None:
+    store = str(history_out / "history.duckdb")
+    assert main(["history", "--store", store, "--out", str(history_out), "--json"]) == 0
+    changes = json.loads(capsys.readouterr().out)
+    seconds = [c for c in changes if c.get("metric") == "seconds" and c.get("variant") == "unbuffered"]
+    assert len(seconds) == 1 and seconds[0]["commit_after"] == f"{STEP_AT:02d}" * 20
+    assert seconds[0]["change_low"] < 0.3 < seconds[0]["change_high"] and seconds[0]["p_value"] < 0.001
+    counts = [c for c in changes if c.get("metric") == "read_syscalls"]
+    assert len(counts) == 1 and counts[0]["exact"] and counts[0]["commit_after"] == f"{COUNT_STEP_AT:02d}" * 20
+    claims = {c["claim"] for c in changes if c.get("claim")}
+    assert "io.unbuffered_parse_slowdown" in claims and "io.buffered_read_syscalls" in claims
+    assert not [c for c in changes if c.get("variant") == "buffered" and c.get("metric") == "seconds"]
+
+
+def test_fail_on_regression_gates_on_the_newest_commits_only(history_out: Path, monkeypatch, capsys) -> None:
+    from polyperf.analyse import changepoints
+
+    class Info:
+        better, exact = "lower", True
+
+    monkeypatch.setattr("polyperf.report.history.metric_catalogue", lambda: {"read_syscalls": Info()}.get)
+    store = ["--store", str(history_out / "history.duckdb"), "--no-html"]
+    # the syscall count rose 4 commits before the newest: inside the newest 5, outside the newest 3
+    assert main(["history", *store, "--fail-on-regression", "--newest", "5"]) == 1
+    assert "1 regression at the newest 5 commits" in capsys.readouterr().err
+    assert main(["history", *store, "--fail-on-regression", "--newest", "3"]) == 0
+    assert changepoints.label(0.1, "lower") == "regression"
+
+
+def test_load_history_is_a_tidy_frame(history_out: Path) -> None:
+    frame = polyperf.load_history(history_out / "history.duckdb", suite="io_buffering")
+    assert frame["run_id"].nunique() == COMMITS and frame["series_id"].nunique() == 4
+    assert {"git_commit", "machine", "metric", "value", "low", "high", "n"} <= set(frame.columns)
+    assert (frame["n"] == 6).all()
+    assert frame.empty is False and polyperf.load_history(history_out / "history.duckdb", suite="nope").empty
+
+
+def test_the_page_marks_changes_and_links_points_to_reports(history_out: Path) -> None:
+    history = build_history(open_store(history_out / "history.duckdb"))
+    page = write_history_page(history, history_out / "history.html").read_text()
+    assert page.count('class="point"') == 4 * COMMITS + sum(history.verdicts.groupby("claim")["measured"].count())
+    links = re.findall(r'<a href="([^"]+)"><circle', page)
+    assert links and all((history_out / link).exists() for link in links)
+    assert len(set(links)) == COMMITS // 12  # the runs that have a report
+    assert page.count('class="change') >= 2 and "between " in page
+    assert 'class="verdict reproduced"' in page
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from test_report_browser import CHROMIUM, CHROMIUM_ARGS, INSTALL
+
+    playwright = pytest.importorskip("playwright.sync_api", reason=f"Playwright for Python is missing: {INSTALL}")
+    if CHROMIUM is None:
+        pytest.skip(f"no chromium on PATH: {INSTALL}")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.mark.slow
+def test_the_page_opens_cleanly_in_chromium(browser, history_out: Path) -> None:
+    from test_report_browser import open_page
+
+    history = build_history(open_store(history_out / "history.duckdb"))
+    page, problems = open_page(browser, write_history_page(history, history_out / "history.html"))
+    try:
+        assert page.locator("section.claim").count() == history.verdicts["claim"].nunique()
+        assert page.locator("section.series svg.chart").count() == 4
+        assert page.locator("line.change").count() >= 2
+        box = page.locator("svg.chart").first.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 100
+        page.locator("section.series a").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/report.html") and page.locator("#verdict-table").count() == 1
+    finally:
+        page.close()
+    assert not problems, problems
