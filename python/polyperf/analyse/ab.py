@@ -1,0 +1,114 @@
+"""Verdicts of `polyperf ab`: per gated series, the ratio B/A of paired repeats with its anytime-valid interval
+(`sequential`), the family's level shared out by Bonferroni, and a Markdown table for a pull request. Pure."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from polyperf.analyse.sequential import METHOD, SLOWER, UNDECIDED, SequenceState
+
+__all__ = ["GATED_METRIC", "evaluate_pairs", "overall", "to_markdown"]
+
+# The least CPU time of the calling thread per call, one value per process (see orchestrate/ab_worker.py): on a
+# shared machine wall time also counts other processes' slices (the bson suite measured a wall-time ratio interval
+# of 0.8-3.4x where CPU time gave ±5%); wall time is kept in the table, not gated.
+GATED_METRIC = "cpu_seconds"
+SERIES = ["suite", "case", "metric"]
+
+
+def _pairs(series: pd.DataFrame) -> pd.DataFrame:
+    """A and B joined by repeat, in the order the repeats were measured; a repeat missing a side is dropped."""
+    wide = series.pivot_table(index="repeat", columns="variant", values="value", aggfunc="first")
+    for side in ("A", "B"):
+        if side not in wide:
+            wide[side] = np.nan
+    wide = wide.dropna(subset=["A", "B"]).sort_index()
+    return wide[(wide["A"] > 0) & (wide["B"] > 0)]
+
+
+def evaluate_pairs(rows: pd.DataFrame, *, alpha: float, threshold: float, n_opt: int = 30) -> pd.DataFrame:
+    """One row per gated series (`GATED_METRIC` rows of `rows`, variants "A" and "B"): pairs, medians, the ratio
+    B/A = exp(median paired log-ratio) with its confidence sequence at alpha / k (k gated series), and the verdict
+    ("slower", "faster", "no change", "undecided")."""
+    gated = rows[rows["metric"] == GATED_METRIC]
+    groups = list(gated.groupby(SERIES, sort=True))
+    level = alpha / max(len(groups), 1)
+    out: list[dict[str, Any]] = []
+    for key, series in groups:
+        pairs = _pairs(series)
+        state = SequenceState.of(np.log(pairs["B"] / pairs["A"]).tolist(), level, threshold, n_opt)
+        out.append(
+            {
+                **dict(zip(SERIES, key, strict=True)),
+                "unit": series["unit"].iloc[0],
+                "pairs": len(pairs),
+                "median_a": float(pairs["A"].median()) if len(pairs) else math.nan,
+                "median_b": float(pairs["B"].median()) if len(pairs) else math.nan,
+                "ratio": state.cs.ratio,
+                "low": state.cs.low,
+                "high": state.cs.high,
+                "verdict": state.verdict,
+            }
+        )
+    frame = pd.DataFrame(out)
+    frame.attrs.update(alpha=alpha, level_each=level, threshold=threshold, method=METHOD)
+    return frame
+
+
+def overall(table: pd.DataFrame) -> str:
+    """ "slower" when any gated series is decided slower; "undecided" while any is undecided; else "decided"."""
+    verdicts = set(table["verdict"]) if len(table) else {UNDECIDED}
+    if SLOWER in verdicts:
+        return SLOWER
+    return UNDECIDED if UNDECIDED in verdicts else "decided"
+
+
+def _pct(ratio: float) -> str:
+    return "" if math.isnan(ratio) else f"{(ratio - 1) * 100:+.1f}%"
+
+
+def _time(value: float) -> str:
+    if math.isnan(value):
+        return ""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value * 1e9:.3g} ns"
+
+
+def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
+    """The PR comment: what was compared and how, then one line per gated series, slower first."""
+    rank = {"slower": 0, "undecided": 1, "faster": 2, "no change": 3}
+    shown = table.assign(_r=table["verdict"].map(rank)).sort_values(["_r", *SERIES]) if len(table) else table
+    lines = [
+        f"### polyperf ab: {header['head']} (B) against {header['base']} (A)",
+        "",
+        f"**{header['summary']}**",
+        "",
+        "| series | A | B | change (B/A − 1) | anytime interval | pairs | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in shown.itertuples():
+        interval = "" if math.isnan(r.low) else f"[{_pct(r.low)}, {_pct(r.high)}]"
+        verdict = f"**{r.verdict}**" if r.verdict == SLOWER else r.verdict
+        lines.append(
+            f"| {r.suite} / {r.case} | {_time(r.median_a)} | {_time(r.median_b)} | {_pct(r.ratio)} | {interval} "
+            f"| {r.pairs} | {verdict} |"
+        )
+    attrs = table.attrs
+    lines += [
+        "",
+        "Each series is the least CPU time of a call in a fresh process, one value per process; A and B ran back to "
+        f"back in every repeat, in a seeded random order (seed {header['seed']}), and pairs are joined by repeat. "
+        f"Interval: {attrs.get('method', METHOD)}, valid however often it is looked at, each at "
+        f"{attrs.get('level_each', math.nan):.4g} so that the {len(table)} series together hold "
+        f"{1 - attrs.get('alpha', math.nan):.0%} (Bonferroni). A series is decided slower or faster when its whole "
+        f"interval lies beyond ±{attrs.get('threshold', math.nan):.1%}, 'no change' when it lies inside; pairs "
+        f"were added until every series was decided or a regression was, or the budget ran out "
+        f"({header['elapsed_s']:.0f} s, {header['pairs']} pairs; stopped: {header['stopped']}).",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""`polyperf ab BASE HEAD [SUITES…]`: the CI gate that measures two revisions in one session until it decides."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+DESCRIPTION = """\
+Builds the code under test at two git revisions (worktrees under .tools/ab, the extension built with cargo and
+cached by its sources), then measures both in one session: every repeat runs A (BASE) and B (HEAD) back to back,
+each in a fresh process, in a seeded random order; pairs are joined by repeat. After every pair an anytime-valid
+confidence sequence of each series' ratio B/A is updated (a sign-test sequence of the median paired log-ratio,
+Howard et al. 2021; the family's level shared by Bonferroni), and the session stops when every series is decided,
+or a regression is, or the budget runs out ("undecided within budget", never a guess). The harness, workloads and
+analysis are the current checkout's. Interleaving on one machine is what lets slowdowns of 10% or less be seen
+on shared machines (Laaber et al. 2019), where two runs at different times differ by more.
+
+Covered today: the microbenchmark suites io_buffering and bson, through each revision's own extension. Servers
+(http_frameworks, bson_server) are not yet measured by ab.
+
+exit: 0 no regression decided (including undecided within budget, said in the output), 1 a regression decided,
+2 bad input."""
+
+
+def _env_pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _cmd_ab(args: argparse.Namespace) -> int:
+    from polyperf.orchestrate.ab import ABOptions, run_ab
+
+    if not (math.isfinite(args.threshold) and args.threshold >= 0):
+        print(f"polyperf ab: --threshold must be finite and >= 0, got {args.threshold}", file=sys.stderr)
+        return 2
+    options = ABOptions(
+        base=args.base,
+        head=args.head,
+        suites=tuple(args.suites or ("io_buffering",)),
+        threshold=args.threshold / 100,
+        alpha=args.alpha,
+        max_pairs=args.max_pairs,
+        budget_s=args.budget,
+        seed=args.seed,
+        env_b=dict(args.test_env_b or ()),
+        out=Path(args.out),
+    )
+    try:
+        options.check()
+    except ValueError as exc:
+        print(f"polyperf ab: {exc}", file=sys.stderr)
+        return 2
+    outcome = run_ab(options)
+    print(outcome.markdown)
+    print(f"run directory: {outcome.run_dir}")
+    if args.markdown:
+        Path(args.markdown).write_text(outcome.markdown, encoding="utf-8")
+    if outcome.verdict == "slower":
+        print("polyperf ab: a regression was decided", file=sys.stderr)
+        return 1
+    if outcome.verdict == "undecided":
+        print("polyperf ab: undecided within budget (not a pass on evidence, not a failure)", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ab",
+        help="CI gate: two git revisions measured interleaved in one session until a verdict is decided",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("base", metavar="BASE", help="the baseline revision (A), e.g. origin/main")
+    p.add_argument("head", metavar="HEAD", help="the revision to judge (B), e.g. HEAD")
+    p.add_argument("suites", nargs="*", metavar="SUITE", help="io_buffering (default) and/or bson")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=3.0,
+        metavar="PCT",
+        help="changes within ±PCT%% do not matter (default 3): a series is decided slower or faster when its whole "
+        "interval lies beyond the band, 'no change' when inside it",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="the family's error rate, in (0, 1) (default 0.05)")
+    p.add_argument("--budget", type=float, default=170.0, metavar="S", help="seconds of pairs at most (default 170)")
+    p.add_argument("--max-pairs", type=int, default=200, help="pairs at most (default 200)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the A/B order (default: drawn, in env.json)")
+    p.add_argument("--out", default="reports", help="output directory of the run folder (default: reports)")
+    p.add_argument("--markdown", default=None, metavar="FILE", help="also write the table as Markdown (PR comment)")
+    p.add_argument(
+        "--test-env-b",
+        action="append",
+        type=_env_pair,
+        metavar="NAME=VALUE",
+        help="test only: extra environment for B's processes, e.g. POLYPERF_TEST_SLOWDOWN_PCT=10 to inject a "
+        "calibrated slowdown into the extension's parse_json_file",
+    )
+    p.set_defaults(func=_cmd_ab)

@@ -1,0 +1,170 @@
+"""`polyperf ab BASE HEAD`: two revisions measured in one session, repeat by repeat, until the A/B gate decides.
+
+Each revision is checked out and its extension built once (`build.revisions`, cached). Every repeat then runs a
+fresh worker process (`ab_worker`) for A and one for B, back to back, in an order drawn from a seeded generator in
+balanced blocks (AB BA or BA AB): drift of a shared machine hits both alike, and a pair is one repeat. After each
+pair the confidence sequences (`analyse.sequential`) are updated; the session stops when every gated series is
+decided, when a regression is, or when the budget runs out ("undecided within budget"). The harness, the
+workloads and the analysis are the current checkout's; only the code under test comes from each revision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
+from polyperf.build.revisions import AB_CACHE, Revision, prepare
+from polyperf.orchestrate.ab_worker import CASES
+from polyperf.record.env import write_env
+from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
+from polyperf.record.schema import Row
+
+__all__ = ["AB_SUITES", "ABOptions", "ABOutcome", "run_ab"]
+
+AB_SUITES = tuple(CASES)
+WORKER_TIMEOUT_S = 120.0  # one side of one repeat; a hung worker stops the session instead of stalling it
+
+
+@dataclass(frozen=True)
+class ABOptions:
+    base: str
+    head: str
+    suites: Sequence[str] = ("io_buffering",)
+    threshold: float = 0.03  # the band of "no change that matters": ±3%
+    alpha: float = 0.05
+    min_pairs: int = 10
+    max_pairs: int = 200
+    budget_s: float = 170.0
+    seed: int | None = None
+    target_s: float = 0.1  # seconds of timed calls per case and process
+    env_b: Mapping[str, str] = field(default_factory=dict)  # test-only: extra environment for B's processes
+    out: Path = Path("reports")
+    cache: Path = AB_CACHE
+
+    def check(self) -> None:
+        """Refuses settings that would switch the gate off or turn it around, in one line each."""
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"--alpha must lie in (0, 1), got {self.alpha}")
+        if not (self.threshold >= 0 and self.threshold < float("inf")):
+            raise ValueError(f"the threshold must be finite and >= 0, got {self.threshold}")
+        if not (self.budget_s > 0 and self.max_pairs >= 1):
+            raise ValueError("the budget and the pair limit must be positive")
+        unknown = [s for s in self.suites if s not in AB_SUITES]
+        if unknown or not self.suites:
+            raise ValueError(f"ab measures the suites {', '.join(AB_SUITES)}; got {', '.join(unknown) or 'none'}")
+
+
+@dataclass(frozen=True)
+class ABOutcome:
+    run_dir: Path
+    table: pd.DataFrame
+    verdict: str  # "slower", "decided", "undecided"
+    markdown: str
+    pairs: int
+    elapsed_s: float
+
+
+def _worker(rev: Revision, spec: dict[str, Any], env_extra: Mapping[str, str], log: Path) -> dict[str, Any]:
+    env = {**os.environ, **env_extra, "PYTHONHASHSEED": "0"}
+    payload = json.dumps({**spec, "extension": str(rev.extension)})
+    cmd = [sys.executable, "-m", "polyperf.orchestrate.ab_worker", payload]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(done.stderr)
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the worker of {rev.name} ({rev.commit[:12]}) failed: {last} (see {log})")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _orders(seed: int) -> Any:
+    """Balanced blocks: each block of two repeats holds AB and BA, in a random order."""
+    rng = random.Random(seed)
+    while True:
+        block = [("A", "B"), ("B", "A")]
+        rng.shuffle(block)
+        yield from block
+
+
+def _rows(result: dict[str, Any], side: str, repeat: int, slot: int) -> list[Row]:
+    return [
+        Row(suite, case, "polyperf._native", side, metric, float(values[metric]), "s", repeat, {"slot": slot})
+        for suite, cases in result.items()
+        for case, values in cases.items()
+        for metric in ("cpu_seconds", "seconds")
+    ]
+
+
+def _header(options: ABOptions, revs: dict[str, Revision], seed: int, pairs: int, elapsed: float, stop: str) -> dict:
+    return {
+        "base": f"`{options.base}` {revs['A'].commit[:12]}",
+        "head": f"`{options.head}` {revs['B'].commit[:12]}",
+        "seed": seed,
+        "pairs": pairs,
+        "elapsed_s": elapsed,
+        "stopped": stop,
+    }
+
+
+def _summary(verdict: str, table: pd.DataFrame, threshold: float) -> str:
+    if verdict == "slower":
+        slower = table[table["verdict"] == "slower"]
+        return f"regression: {len(slower)} series decided slower by more than {threshold:.1%}"
+    if verdict == "undecided":
+        return f"undecided within budget: {int((table['verdict'] == 'undecided').sum())} series still undecided"
+    return "no regression: every series decided"
+
+
+def run_ab(options: ABOptions) -> ABOutcome:
+    """Builds both revisions (cached), measures them pair by pair into a new run folder, and judges."""
+    options.check()
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+    revs = {"A": prepare(options.base, cache=options.cache), "B": prepare(options.head, cache=options.cache)}
+    run_dir = new_run_dir(Path(options.out).resolve())
+    inputs, log = run_dir / "inputs", run_dir / "logs" / "workers.log"
+    sides = {side: {"name": r.name, "commit": r.commit, "extension": str(r.extension)} for side, r in revs.items()}
+    write_env(run_dir, profile="ab", suites=list(options.suites), ab={"sides": sides, "seed": seed})
+    point_latest(run_dir)
+    spec: dict[str, Any] = {"suites": list(options.suites), "inputs": str(inputs), "target_s": options.target_s}
+    _worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
+    chosen = _worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
+    spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
+    writer, frames, orders = RowWriter(run_dir), [], _orders(seed)
+    started, stop, pairs = time.monotonic(), "budget", 0
+    table = pd.DataFrame()
+    for repeat in range(options.max_pairs):
+        for slot, side in enumerate(next(orders)):
+            rows = _rows(_worker(revs[side], spec, options.env_b if side == "B" else {}, log), side, repeat, slot)
+            writer.write(rows)
+            frames.append(pd.DataFrame([r.__dict__ for r in rows]))
+        pairs = repeat + 1
+        table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
+        verdict = overall(table)
+        if pairs >= options.min_pairs and verdict != "undecided":
+            stop = "regression decided" if verdict == "slower" else "every series decided"
+            break
+        if time.monotonic() - started > options.budget_s:
+            break
+    else:
+        stop = "pair limit"
+    elapsed = time.monotonic() - started
+    verdict = overall(table)
+    header = _header(options, revs, seed, pairs, elapsed, stop)
+    header["summary"] = _summary(verdict, table, options.threshold)
+    markdown = to_markdown(table, header)
+    (run_dir / "ab.md").write_text(markdown, encoding="utf-8")
+    table.to_json(run_dir / "ab.json", orient="records", indent=1)
+    write_env(run_dir, ab={"sides": sides, "seed": seed, "pairs": pairs, "elapsed_s": elapsed, "verdict": verdict})
+    finalize_run(run_dir)
+    return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed)

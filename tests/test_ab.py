@@ -1,0 +1,127 @@
+"""`polyperf ab`: pairs joined by repeat, the family's level, the verdicts and the Markdown (pure); the revisions'
+worktree keys; and one real session with the installed extension on both sides and a slowdown injected into B."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import polyperf
+from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
+from polyperf.build import revisions
+from polyperf.build.revisions import Revision, RevisionError
+from polyperf.cli import main
+from polyperf.orchestrate import ab as ab_mod
+from polyperf.orchestrate.ab import ABOptions, run_ab
+
+INSTALLED = Path(polyperf.__file__).resolve().parents[1]  # python/, holding polyperf/_native<suffix>
+
+
+def _rows(ratios: dict[str, list[float]], drop: tuple[str, int] | None = None) -> pd.DataFrame:
+    rows = []
+    for case, values in ratios.items():
+        for repeat, r in enumerate(values):
+            for side, value in (("A", 1e-3), ("B", 1e-3 * r)):
+                if drop != (side, repeat):
+                    rows.append(dict(suite="s", case=case, metric="cpu_seconds", unit="s", variant=side,
+                                     repeat=repeat, value=value))  # fmt: skip
+                rows.append(dict(suite="s", case=case, metric="seconds", unit="s", variant=side,
+                                 repeat=repeat, value=value * 50))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_clear_slowdown_is_decided_and_the_family_shares_alpha():
+    rng = np.random.default_rng(3)
+    table = evaluate_pairs(
+        _rows({"slow": list(1.2 * np.exp(rng.normal(0, 0.01, 30))), "same": list(np.exp(rng.normal(0, 0.002, 30)))}),
+        alpha=0.05,
+        threshold=0.03,
+    )
+    verdicts = dict(zip(table["case"], table["verdict"], strict=True))
+    assert verdicts == {"slow": "slower", "same": "no change"}
+    assert table.attrs["level_each"] == pytest.approx(0.025)  # two gated series; wall time is not gated
+    assert overall(table) == "slower"
+    row = table.set_index("case").loc["slow"]
+    assert row.low <= row.ratio <= row.high and row.low > 1.03
+
+
+def test_a_repeat_missing_one_side_drops_its_partner():
+    table = evaluate_pairs(_rows({"x": [1.0] * 12}, drop=("B", 4)), alpha=0.05, threshold=0.03)
+    assert table["pairs"].tolist() == [11]
+
+
+def test_too_few_pairs_is_undecided_never_a_guess():
+    table = evaluate_pairs(_rows({"x": [2.0] * 5}), alpha=0.05, threshold=0.03)
+    assert table["verdict"].tolist() == ["undecided"] and math.isnan(table["low"].item())
+    assert overall(table) == "undecided"
+
+
+def test_the_markdown_names_the_method_the_family_and_the_stop():
+    table = evaluate_pairs(_rows({"x": [1.5] * 20}), alpha=0.05, threshold=0.03)
+    header = dict(base="`main` abc", head="`HEAD` def", seed=7, pairs=20, elapsed_s=12.0, stopped="budget",
+                  summary="regression")  # fmt: skip
+    text = to_markdown(table, header)
+    assert "| s / x | 1 ms | 1.5 ms | +50.0% |" in text and "**slower**" in text
+    assert "Howard et al. 2021" in text and "Bonferroni" in text and "seed 7" in text and "±3.0%" in text
+
+
+def test_a_revision_that_does_not_exist_is_one_line(tmp_path):
+    with pytest.raises(RevisionError, match="unknown revision"):
+        revisions.resolve("no-such-branch-xyz")
+    with pytest.raises(RevisionError, match="not a revision"):
+        revisions.resolve("--output=x")
+
+
+def test_commits_with_the_same_extension_sources_share_a_build():
+    head = revisions.resolve("HEAD")
+    assert revisions._source_key(head, revisions.REPO_ROOT) == revisions._source_key("HEAD", revisions.REPO_ROOT)
+    assert len(revisions._source_key(head, revisions.REPO_ROOT)) == 16
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--alpha", "0"], "--alpha must lie in (0, 1)"),
+        (["--alpha", "1.5"], "--alpha must lie in (0, 1)"),
+        (["--threshold", "nan"], "--threshold must be finite"),
+        (["--threshold", "-5"], "--threshold must be finite"),
+        (["scheduler"], "ab measures the suites"),
+    ],
+)
+def test_settings_that_would_switch_the_gate_off_are_refused(argv, message, capsys):
+    assert main(["ab", "HEAD", "HEAD", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def _installed(name: str, cache: Path, repo: Path = revisions.REPO_ROOT) -> Revision:
+    return Revision(name, revisions.resolve(name), repo, INSTALLED)
+
+
+@pytest.mark.slow
+def test_a_session_catches_a_slowdown_injected_into_b_only(tmp_path, monkeypatch):
+    """Both sides run the installed extension; B's processes get the test knob: parse_json_file twice as slow."""
+    monkeypatch.setattr(ab_mod, "prepare", _installed)
+    options = ABOptions(
+        "HEAD",
+        "HEAD",
+        threshold=0.03,
+        max_pairs=40,
+        budget_s=120,
+        seed=5,
+        target_s=0.01,
+        env_b={"POLYPERF_TEST_SLOWDOWN_PCT": "100"},
+        out=tmp_path,
+    )
+    outcome = run_ab(options)
+    verdicts = dict(zip(outcome.table["case"], outcome.table["verdict"], strict=True))
+    assert outcome.verdict == "slower" and verdicts["parse_buffered"] == "slower"
+    assert verdicts["write_buffered"] != "slower"  # the knob is in the parser only
+    rows = polyperf.load_run(outcome.run_dir)
+    assert set(rows["variant"]) == {"A", "B"} and rows["repeat"].nunique() == outcome.pairs
+    slots = rows.groupby("repeat")["params"].apply(lambda p: sorted({x["slot"] for x in p}))
+    assert all(s == [0, 1] for s in slots)
+    assert (outcome.run_dir / "ab.md").read_text(encoding="utf-8") == outcome.markdown
