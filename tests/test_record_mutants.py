@@ -378,7 +378,11 @@ def test_finalize_logs_every_unreadable_line_once(tmp_path):
     assert len(frame) == 22
     lines = (run_dir / "logs" / "polyperf.log").read_text().splitlines()
     numbers = ", ".join(str(n) for n in range(2, 45, 2))
-    assert lines == [f"results.jsonl: 22 unreadable lines skipped: line {numbers}"]
+    assert lines == [
+        f"results.jsonl: 22 unreadable lines skipped: line {numbers}",
+        "results.jsonl: not JSON: line 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40 "
+        "and 2 more (first: Expecting value: line 1 column 1 (char 0))",
+    ]
 
 
 def test_log_line_appends_each_text_once_and_never_raises(tmp_path):

@@ -15,17 +15,20 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from polyperf.common.paths import suite_of
+from polyperf.record.run_dir import DURATIONS, ENV, PROGRESS
+
 __all__ = ["Progress", "previous_durations"]
 
 
 def previous_durations(run_dir: Path, profile: str) -> dict[str, float]:
     """Seconds per test id from the newest earlier run of `profile` that recorded them."""
     for other in sorted(run_dir.parent.iterdir(), reverse=True):
-        path = other / "durations.json"
+        path = other / DURATIONS
         if other == run_dir or not path.exists():
             continue
         try:
-            env = json.loads((other / "env.json").read_text())
+            env = json.loads((other / ENV).read_text())
             if env.get("profile") == profile:
                 return {k: float(v) for k, v in json.loads(path.read_text()).items()}
         except (OSError, ValueError):
@@ -46,7 +49,7 @@ class Progress:
     """`draw()` repaints the status line; `clear()` removes it before other output is written."""
 
     def __init__(self, run_dir: Path, profile: str, stream: TextIO = sys.stdout) -> None:
-        self.path = run_dir / "progress.json"
+        self.path = run_dir / PROGRESS
         self.stream = stream
         self.enabled = stream.isatty() and not os.environ.get("CI")
         self.history = previous_durations(run_dir, profile) if self.enabled else {}
@@ -67,7 +70,7 @@ class Progress:
         else:  # no history for some tests: assume the rest takes as long per test as what is done so far
             left = elapsed / max(done, 1) * (total - done) if done else None
         estimate = f", ~{_clock(left)} left" if left is not None else ""
-        name = Path(suite).stem.removeprefix("test_")
+        name = suite_of(suite)
         return f"polyperf: {name} · {test} · test {done + 1}/{total} · {_clock(elapsed)} elapsed{estimate}"
 
     def draw(self) -> None:

@@ -1,8 +1,10 @@
 """`polyperf.run(...)`: run suites through pytest into a fresh run directory, then write the report.
 
 pytest runs in a child process so a crashing extension or a Ctrl-C cannot take the run directory
-with it: whatever rows were recorded stay in `results.jsonl` and are finalized here. SIGINT, SIGTERM and
-SIGHUP are forwarded to it; an interrupted run is marked so in `env.json` and at the top of its report.
+with it: whatever rows were recorded stay in `results.jsonl` and are finalized here. This process owns the run
+(`record.run.Run`): it writes env.json, and the child's additions (suite times, the seed, notes) reach it through
+the run's additions file. SIGINT, SIGTERM and SIGHUP are recorded by the run and forwarded to the child; an
+interrupted run is marked so in `env.json` and at the top of its report.
 """
 
 from __future__ import annotations
@@ -20,17 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from polyperf.common import procs, steps
+from polyperf.common.paths import suite_of
 from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
-from polyperf.record.env import write_env
-from polyperf.record.run_dir import (
-    UnreadableLines,
-    finalize_run,
-    log_line,
-    new_run_dir,
-    point_latest,
-    unreadable_note,
-)
+from polyperf.record.run import Run
+from polyperf.record.run_dir import UnreadableLines, log_line, unreadable_note
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
@@ -65,7 +61,7 @@ def find_suites_dir(start: Path | None = None) -> Path:
 
 def available_suites(suites_dir: Path | None = None) -> list[str]:
     folder = suites_dir or find_suites_dir()
-    return sorted(p.stem.removeprefix("test_") for p in folder.glob("test_*.py"))
+    return sorted(suite_of(p) for p in folder.glob("test_*.py"))
 
 
 def _suite_files(suites: Sequence[str], suites_dir: Path) -> list[Path]:
@@ -76,41 +72,19 @@ def _suite_files(suites: Sequence[str], suites_dir: Path) -> list[Path]:
     return [suites_dir / f"test_{s}.py" for s in (suites or known)]
 
 
-_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class _Interrupts:
-    """While installed, SIGINT, SIGTERM and SIGHUP are passed on to the pytest child (in its own process
-    group, so a terminal's Ctrl-C reaches it only this way) and remembered for the run's record."""
+class _Forward:
+    """SIGINT, SIGTERM and SIGHUP, once the run has recorded them, are passed on to the pytest child (in its own
+    process group, so a terminal's Ctrl-C reaches it only this way)."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self.proc = proc
-        self.received: list[int] = []
-        self._first_at: float | None = None
-        self._previous: dict[int, Any] = {}
+        self.first_at: float | None = None
 
-    def first_at(self) -> float:
-        return self._first_at or time.monotonic()
-
-    def _forward(self, signum: int, _frame: object) -> None:
-        self.received.append(signum)
-        self._first_at = self._first_at or time.monotonic()
+    def __call__(self, signum: int) -> None:
+        self.first_at = self.first_at or time.monotonic()
         # pytest turns SIGINT and SIGTERM into an orderly stop (fixtures tear down, rows are finalized)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
-
-    def __enter__(self) -> _Interrupts:
-        for sig in _FORWARDED:
-            self._previous[sig] = signal.signal(sig, self._forward)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    @property
-    def name(self) -> str | None:
-        return signal.Signals(self.received[0]).name if self.received else None
 
 
 def _echo_new(log: Any, quiet: bool, progress: Progress | None = None) -> None:
@@ -125,7 +99,7 @@ def _echo_new(log: Any, quiet: bool, progress: Progress | None = None) -> None:
 
 
 def _stream(
-    cmd: list[str], log_path: Path, cwd: Path, quiet: bool, progress: Progress | None = None
+    cmd: list[str], run: Run, cwd: Path, quiet: bool, progress: Progress | None = None
 ) -> tuple[int, str | None]:
     """Runs pytest with its output in the run's log (echoed from there: a pipe would break the child's
     teardown if this process died). Returns (exit code, name of the signal that interrupted it, if any).
@@ -134,17 +108,19 @@ def _stream(
     process; signals this process receives are forwarded, and a pytest that has not stopped `STOP_GRACE`
     seconds after one is killed (its servers and load generators die with it)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log_path = run.run_dir / "logs" / "pytest.log"
     proc = procs.spawn(cmd, log_path=log_path, cwd=cwd, env=env)
-    with log_path.open("r", encoding="utf-8", errors="replace") as log, _Interrupts(proc) as interrupts:
+    forward = _Forward(proc)
+    with log_path.open("r", encoding="utf-8", errors="replace") as log, run.signals_handled(forward):
         while proc.poll() is None:
             _echo_new(log, quiet, progress)
-            if interrupts.received and time.monotonic() - interrupts.first_at() > STOP_GRACE:
+            if forward.first_at is not None and time.monotonic() - forward.first_at > STOP_GRACE:
                 procs.stop(proc, grace=2.0, sig=signal.SIGKILL)
             time.sleep(0.1)
         _echo_new(log, quiet)
         if progress is not None:
             progress.clear()
-    return proc.returncode, interrupts.name
+    return proc.returncode, run.interrupted
 
 
 def run(
@@ -162,9 +138,9 @@ def run(
     folder = Path(suites_dir) if suites_dir else find_suites_dir()
     files = _suite_files(list(suites), folder)
     available = available_suites(folder)
-    run_dir = new_run_dir(Path(out).resolve())
-    write_env(run_dir, profile=profile, suites=[f.stem.removeprefix("test_") for f in files])
-    point_latest(run_dir)
+    names = [suite_of(f) for f in files]
+    run_ = Run.create(Path(out).resolve(), latest=True, profile=profile, suites=names)
+    run_dir = run_.run_dir
     cmd = [
         sys.executable,
         "-m",
@@ -178,21 +154,15 @@ def run(
         *pytest_args,
     ]
     progress = Progress(run_dir, profile)
-    names = [f.stem.removeprefix("test_") for f in files]
     key = f"polyperf run --profile {profile} {' '.join(names)}"
     if not quiet:
         what = f"running {len(names)} suite{'s' if len(names) > 1 else ''} ({profile} profile) into {run_dir}"
         steps.announce(steps.describe(what, key, _EXPECTED.get((profile, len(names) == len(available)))))
     started = time.monotonic()
-    code, interrupted = _stream(cmd, run_dir / "logs" / "pytest.log", folder.parent, quiet, progress)
+    code, interrupted = _stream(cmd, run_, folder.parent, quiet, progress)
     if code == 0 and not interrupted:  # a failed or cut-short run is no estimate of the next
         steps.record(key, time.monotonic() - started)
-    if interrupted:
-        try:  # the rows and the report matter more than this mark
-            write_env(run_dir, interrupted=interrupted)
-        except Exception as exc:
-            log_line(run_dir, f"env.json: could not record the {interrupted} that stopped the run: {exc}")
-    table = finalize_run(run_dir)
+    table = run_.finish()  # the child's env.json additions merged; `latest` points here since the start
     if (skipped := table.attrs.get("unreadable_lines")) and not quiet:
         print(f"polyperf: {unreadable_note(len(skipped))}", file=sys.stderr, flush=True)
     report_path = None

@@ -25,25 +25,22 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_build(args: argparse.Namespace) -> int:
     from polyperf.build import APPS, build
     from polyperf.build.registry import get_app
-    from polyperf.record import Recorder, finalize_run, new_run_dir, point_latest
-    from polyperf.record.env import write_env
     from polyperf.record.rows import build_rows
-    from polyperf.record.run_dir import RowWriter
+    from polyperf.record.run import Run
 
     specs = args.apps or list(APPS)
     for spec in specs:  # an unknown app is refused before a run folder exists
         get_app(spec)
-    run_dir = new_run_dir(Path(args.out))
-    write_env(run_dir, command="build", apps=specs)
-    record = Recorder(RowWriter(run_dir), "build")
+    run = Run.create(Path(args.out), command="build", apps=specs)
+    run_dir = run.run_dir
+    record = run.recorder("build")
     for spec in specs:
         print(f"building {spec} ...", flush=True)
         result = build(spec, force=args.force, log_dir=run_dir / "logs")
         record.many(build_rows(result), case="build", implementation=result.app, variant=result.variant)
         state = "cached" if result.cached else "built"
         print(f"  {state}: {result.binary} ({result.binary_bytes:,} bytes, {result.seconds:.1f} s)")
-    finalize_run(run_dir)
-    point_latest(run_dir)
+    run.finish(latest=True)
     print(f"build times and sizes recorded in {run_dir}")
     return 0
 

@@ -120,16 +120,14 @@ def _print(result: Any) -> None:
 def _cmd_load(args: argparse.Namespace) -> int:
     from polyperf.load import require_target
     from polyperf.load.common import LoadUnanswered, require_answered
-    from polyperf.record import Recorder, finalize_run, new_run_dir, point_latest
-    from polyperf.record.env import write_env
-    from polyperf.record.run_dir import RowWriter
+    from polyperf.record.run import Run
 
     # before anything is created or started; every generator then gets the one canonical URL
     args.url = require_target(args.url, allow_remote=args.allow_remote)
     if args.driver == "locust" and args.rate:
         raise ValueError("--rate is for --driver oha (locust runs a closed model)")
-    run_dir = new_run_dir(Path(args.out))
-    write_env(run_dir, command="load", url=args.url, driver=args.driver, workers=args.workers)
+    run = Run.create(Path(args.out), command="load", url=args.url, driver=args.driver, workers=args.workers)
+    run_dir = run.run_dir
     result = _run(args, run_dir / "logs")
     try:
         require_answered(result)  # a run most of whose requests failed measured nothing: no rows
@@ -146,10 +144,9 @@ def _cmd_load(args: argparse.Namespace) -> int:
         **({"users": args.users} if args.driver == "locust" else {"connections": args.connections}),
         **({"offered_rate": args.rate} if args.rate else {}),
     }
-    record = Recorder(RowWriter(run_dir), SUITE)
+    record = run.recorder(SUITE)
     record.many(_rows(result), case="remote", implementation=result.url, driver=result.driver, params=params)
-    finalize_run(run_dir)
-    point_latest(run_dir)
+    run.finish(latest=True)
     print(f"rows recorded in {run_dir} (suite {SUITE})")
     return 0
 

@@ -1,4 +1,5 @@
-"""What machine and toolchains a run measured on (`env.json`), gathered by small tolerant collectors.
+"""What machine and toolchains a run measured on (`env.json`), gathered by small tolerant collectors, and who
+writes it (one process while the run is under way). The record's typed form is `RunEnv` (`env_record.py`).
 
 Each `collect_*` returns what it can and never raises: a missing `/proc` file or tool becomes None.
 """
@@ -16,10 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from polyperf.common.atomic import write_text_atomic
-from polyperf.common.paths import REPO_ROOT
+from polyperf.common.paths import REPO_ROOT, suite_of
+from polyperf.record.env_record import ENV_SCHEMA_VERSION, RunEnv
+from polyperf.record.run_dir import ENV, ENV_ADDITIONS, OWNER, load_env, merge_env
 from polyperf.record.schema import SCHEMA_VERSION
 
-__all__ = ["add_note", "collect_env", "suite_seconds", "write_env"]
+__all__ = [
+    "ENV_SCHEMA_VERSION",
+    "RunEnv",
+    "add_note",
+    "collect_env",
+    "merge_additions",
+    "owned_elsewhere",
+    "read_env",
+    "suite_seconds",
+    "write_env",
+]
 
 
 def _command_output(*cmd: str, cwd: Path | None = None) -> str | None:
@@ -107,29 +120,101 @@ def collect_env(**extra: Any) -> dict[str, Any]:
     return env
 
 
+# --- who writes env.json ----------------------------------------------------------------------------------
+# One process writes env.json while a run is under way: the one whose pid is in the run's `owner.pid` (the `Run`
+# that made the folder: `polyperf run`, a plain pytest session, a CLI command). Any other process (the pytest child
+# of `polyperf run`) writes its additions (suite times, the seed, notes, a signal) to `env.additions.json`, which
+# the owner merges when it finishes and `load_env` merges meanwhile. With no owner named, the writer is the owner.
+
+
+def _alive(pid: int) -> bool:
+    """A process that can still write: not gone, and not a zombie (killed, not yet reaped by its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc: ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return state not in ("Z", "X")
+
+
+def _owner(run_dir: Path) -> int | None:
+    try:
+        return int((Path(run_dir) / OWNER).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def owned_elsewhere(run_dir: Path) -> bool:
+    """Whether another live process owns this run's env.json (its pid in `owner.pid`)."""
+    pid = _owner(run_dir)
+    return pid is not None and pid != os.getpid() and _alive(pid)
+
+
+def _read_object(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
 def write_env(run_dir: Path, **extra: Any) -> dict[str, Any]:
-    """Writes (or extends) `env.json` in the run directory, replacing it whole (a signal mid-write leaves the
-    old file or the new one)."""
-    path = Path(run_dir) / "env.json"
-    env = json.loads(path.read_text()) if path.exists() else collect_env()
-    env.update(extra)
+    """Extends `env.json` (collected afresh when there is none) with `extra`, or, in a process that does not own
+    the run, its additions file; either is replaced whole (a signal mid-write leaves the old file or the new one).
+    Returns what that file now holds."""
+    run_dir = Path(run_dir)
+    if owned_elsewhere(run_dir):
+        path, env = run_dir / ENV_ADDITIONS, _read_object(run_dir / ENV_ADDITIONS)
+        env = merge_env(env, extra)
+    else:
+        if _owner(run_dir) not in (None, os.getpid()):  # the owner died: this process writes env.json now
+            merge_additions(run_dir)
+        path = run_dir / ENV
+        env = json.loads(path.read_text()) if path.exists() else collect_env()
+        env.update(extra)
     write_text_atomic(path, json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
     return env
+
+
+def merge_additions(run_dir: Path) -> None:
+    """The owner's last word: other processes' additions merged into env.json, their file removed."""
+    run_dir = Path(run_dir)
+    additions = run_dir / ENV_ADDITIONS
+    if not additions.exists():
+        return
+    try:
+        extra = _read_object(additions)
+    except ValueError:  # cut short by a kill: env.json keeps what the owner wrote
+        extra = {}
+    env = merge_env(_read_object(run_dir / ENV) if (run_dir / ENV).exists() else collect_env(), extra)
+    write_text_atomic(run_dir / ENV, json.dumps(env, indent=2, sort_keys=True, default=str) + "\n")
+    additions.unlink()
 
 
 def add_note(run_dir: Path, note: str) -> None:
     """Adds a line to the run's `notes` in env.json (what was not measured and why, e.g. a missing tool); the
     report shows them at the top."""
-    path = Path(run_dir) / "env.json"
+    if owned_elsewhere(run_dir):
+        write_env(run_dir, notes=[note])  # merged with the owner's notes, each once
+        return
+    path = Path(run_dir) / ENV
     env = json.loads(path.read_text()) if path.exists() else {}
     notes = [*env.get("notes", []), note]
     write_env(run_dir, notes=list(dict.fromkeys(notes)))
+
+
+def read_env(path: str | os.PathLike[str] = "reports/latest") -> RunEnv:
+    """The run's env.json as a typed record, upgraded from any version (additions not yet merged included)."""
+    return RunEnv.from_json(load_env(path))
 
 
 def suite_seconds(durations: dict[str, float]) -> dict[str, float]:
     """Each suite's time (setup, call and teardown of its tests), by suite name: what a run of it costs."""
     totals: dict[str, float] = {}
     for nodeid, seconds in durations.items():
-        name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py").removeprefix("test_")
+        name = suite_of(nodeid)
         totals[name] = totals.get(name, 0.0) + seconds
     return {name: round(total, 1) for name, total in totals.items()}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import secrets
 import signal
@@ -22,12 +21,13 @@ from typing import Any
 import pytest
 
 from polyperf.common import steps
-from polyperf.common.atomic import write_text_atomic
 from polyperf.common.cpus import split_cpus
+from polyperf.common.paths import suite_of
 from polyperf.common.profiles import PROFILES, Profile, get_profile
-from polyperf.record.env import suite_seconds, write_env
+from polyperf.record.env import owned_elsewhere, suite_seconds
 from polyperf.record.recorder import Recorder
-from polyperf.record.run_dir import RowWriter, finalize_run, log_line, new_run_dir, point_latest
+from polyperf.record.run import Run
+from polyperf.record.run_dir import ENV, RowWriter
 from polyperf.record.schema import Row
 
 __all__ = ["LoadOptions", "benchmark_from_workers", "describe_benchmark", "suite_of"]
@@ -99,12 +99,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def suite_of(nodeid_or_path: str) -> str:
-    """`suites/test_io_buffering.py::test_x[a]` -> `io_buffering`."""
-    stem = Path(nodeid_or_path.split("::", 1)[0]).stem
-    return stem.removeprefix("test_")
-
-
+_RUN = pytest.StashKey[Run]()
 _RUN_DIR = pytest.StashKey[Path]()
 _WRITER = pytest.StashKey[RowWriter]()
 _OWNS_RUN = pytest.StashKey[bool]()
@@ -125,15 +120,16 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     given = config.getoption("--polyperf-run-dir")
     profile = get_profile(config.getoption("--polyperf-profile"))
-    if given:
-        run_dir = Path(given)
-        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
-        (run_dir / "results.jsonl").touch()  # a given directory is a run from now on, even if nothing is recorded
-    else:
-        run_dir = new_run_dir(Path(config.rootpath) / config.getoption("--polyperf-out"))
-        write_env(run_dir, profile=profile.name)
+    # a given directory (`polyperf run` made it) is a run from now on, even if nothing is recorded
+    run = (
+        Run.attach(given)
+        if given
+        else Run.create(Path(config.rootpath) / config.getoption("--polyperf-out"), profile=profile.name)
+    )
+    run_dir = run.run_dir
+    config.stash[_RUN] = run
     config.stash[_RUN_DIR] = run_dir
-    config.stash[_WRITER] = RowWriter(run_dir)
+    config.stash[_WRITER] = run.writer
     config.stash[_OWNS_RUN] = not given
     _CONFIG["config"] = config
     _stop_on_signals(config)
@@ -143,28 +139,28 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.benchmark_json = str(run_dir / "benchmark.json")
 
 
+def _run(config: pytest.Config) -> Run:
+    """The session's `Run` (made by `pytest_configure`; a stand-in config names only the directory)."""
+    run = config.stash.get(_RUN, None)
+    return run if run is not None else Run(config.stash[_RUN_DIR])
+
+
 def _mark_interrupted(run_dir: Path, name: str) -> None:
-    """`interrupted` in env.json; a failure goes to the run's log, never in the way of the orderly stop (the
-    runner SIGKILLs a pytest that has not stopped in time: no teardown then)."""
-    try:
-        write_env(run_dir, interrupted=name)
-    except Exception as exc:
-        log_line(run_dir, f"env.json: could not record the {name} that stopped the run: {exc}")
+    """`interrupted` in the run's record; a failure goes to the run's log, never in the way of the orderly stop
+    (the runner SIGKILLs a pytest that has not stopped in time: no teardown then)."""
+    Run(run_dir).mark_interrupted(name)
 
 
 def _stop_on_signals(config: pytest.Config) -> None:
     """SIGTERM and SIGHUP (a CI time-out, a closed terminal, `polyperf run` passing them on or dying) stop
-    the session the way Ctrl-C does: fixtures tear their servers down and the rows are finalized."""
+    the session the way Ctrl-C does: fixtures tear their servers down and the rows are finalized. The run
+    records the first signal at once: the teardown that follows may itself be cut short."""
 
-    def interrupt(signum: int, _frame: object) -> None:
-        name = signal.Signals(signum).name
-        if _SIGNAL not in config.stash:  # recorded at once: the teardown that follows may itself be cut short
-            config.stash[_SIGNAL] = name
-            _mark_interrupted(config.stash[_RUN_DIR], name)
+    def interrupt(signum: int) -> None:
+        config.stash.setdefault(_SIGNAL, signal.Signals(signum).name)
         raise KeyboardInterrupt
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
+    _run(config).install_signal_handlers(interrupt, (signal.SIGTERM, signal.SIGHUP))
 
 
 def live_line_sink(config: pytest.Config) -> Callable[[str], None]:
@@ -195,8 +191,7 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
         return
     order = config.stash.get(_ORDER, [nodeid])
     index = order.index(nodeid) if nodeid in order else 0
-    state = {"nodeid": nodeid, "index": index, "total": len(order), "pending": order[index:]}
-    write_text_atomic(config.stash[_RUN_DIR] / "progress.json", json.dumps(state))
+    _run(config).write_progress({"nodeid": nodeid, "index": index, "total": len(order), "pending": order[index:]})
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -207,15 +202,20 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    run_dir = session.config.stash.get(_RUN_DIR, None)
-    if run_dir is not None and exitstatus != pytest.ExitCode.INTERRUPTED and _SIGNAL not in session.config.stash:
+    config = session.config
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is None:
+        return
+    run = _run(config)
+    if exitstatus != pytest.ExitCode.INTERRUPTED and _SIGNAL not in config.stash:
         # the next run's estimate of what remains (setup + call + teardown of each test)
-        durations = session.config.stash.get(_DURATIONS, {})
-        write_text_atomic(run_dir / "durations.json", json.dumps(durations, indent=0))
-        if session.config.stash.get(_OWNS_RUN, False) or (run_dir / "env.json").exists():  # else the runner writes it
-            write_env(run_dir, suite_seconds=suite_seconds(durations))
-    if run_dir is not None and (exitstatus == pytest.ExitCode.INTERRUPTED or _SIGNAL in session.config.stash):
-        _mark_interrupted(run_dir, session.config.stash.get(_SIGNAL, "SIGINT"))
+        durations = config.stash.get(_DURATIONS, {})
+        run.write_durations(durations)
+        # a directory someone gave without a run record (neither made by a `Run` nor holding env.json) gets none
+        if config.stash.get(_OWNS_RUN, False) or owned_elsewhere(run_dir) or (run_dir / ENV).exists():
+            run.update_env(suite_seconds=suite_seconds(durations))
+    else:
+        run.mark_interrupted(config.stash.get(_SIGNAL, "SIGINT"))
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -312,7 +312,7 @@ def load_options(pytestconfig: pytest.Config) -> LoadOptions:
     flamegraph = bool(pytestconfig.getoption("--flamegraph"))
     given = pytestconfig.getoption("--seed")
     seed = secrets.randbelow(2**32) if given is None else given
-    write_env(pytestconfig.stash[_RUN_DIR], seed=seed)
+    _run(pytestconfig).update_env(seed=seed)
     return LoadOptions(server_cpus, client_cpus, flamegraph, quota, auto, period, refused, seed)
 
 
@@ -418,7 +418,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if run_dir is None:
         return
     steps.set_sink(None)
-    finalize_run(run_dir)
+    _run(config).finish(latest=config.stash[_OWNS_RUN])
     if config.stash[_OWNS_RUN]:
-        point_latest(run_dir)
         print(f"\npolyperf: results in {run_dir} (render with `polyperf report {run_dir}`)")

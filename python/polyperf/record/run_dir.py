@@ -12,17 +12,17 @@ import os
 import secrets
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from polyperf.common.atomic import atomic_path
-from polyperf.record.schema import SCHEMA_VERSION, Row, as_frame, params_key, upgrade
+from polyperf.record.lines import Read, by_kind, lines_text, read_jsonl, read_parquet, rows_held
+from polyperf.record.schema import SCHEMA_VERSION, Row, as_frame, params_key
 
 __all__ = [
     "RowWriter",
@@ -31,6 +31,7 @@ __all__ = [
     "load_env",
     "load_run",
     "log_line",
+    "merge_env",
     "new_run_dir",
     "point_latest",
     "resolve_run",
@@ -45,6 +46,10 @@ CSV = "results.csv"
 ENV = "env.json"
 LATEST = "latest"
 LOG = "logs/polyperf.log"  # the harness's own messages about the run (unreadable lines, failed env.json updates)
+PROGRESS = "progress.json"  # the test under way, for `polyperf run`'s status line
+DURATIONS = "durations.json"  # seconds per test, the next run's estimate
+OWNER = "owner.pid"  # the one process that writes env.json while the run is under way (the `Run` that made it)
+ENV_ADDITIONS = "env.additions.json"  # what other processes add to env.json; the owner merges it when it finishes
 
 
 def new_run_id() -> str:
@@ -99,25 +104,6 @@ class RowWriter:
         }
 
 
-def _jsonl_read(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
-    """(records, 1-based numbers of the lines that are not a JSON object). A line cut short by a crash, or
-    garbled in the middle of the file, loses only itself, and is counted."""
-    records: list[dict[str, Any]] = []
-    unreadable: list[int] = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            unreadable.append(number)
-    return records, unreadable
-
-
 def unreadable_text(count: int) -> str:
     """`1 unreadable line skipped`, `3 unreadable lines skipped`."""
     return f"{count} unreadable line{'' if count == 1 else 's'} skipped"
@@ -129,14 +115,24 @@ def unreadable_note(count: int) -> str:
 
 
 def _lines_text(numbers: Sequence[int], shown: int = 20) -> str:
-    more = f" and {len(numbers) - shown} more" if len(numbers) > shown else ""
-    return ", ".join(map(str, numbers[:shown])) + more
+    return lines_text(numbers, shown)
+
+
+def skipped_note(table: pd.DataFrame) -> str:
+    """One line on what loading a run skipped and why ("" when nothing), for the CLI: the count, the first
+    problem, and where the line numbers are."""
+    bad = table.attrs.get("unreadable_lines") or []
+    if not bad:
+        return ""
+    problems = table.attrs.get("problems") or {}
+    first = f"; line {bad[0]}: {problems[bad[0]]}" if bad[0] in problems else ""
+    return f"{unreadable_note(len(bad))}{first}"
 
 
 def unreadable_lines(path: str | os.PathLike[str]) -> list[int]:
     """Line numbers of the run's `results.jsonl` that hold no readable row (none when there is no JSONL)."""
     jsonl = resolve_run(path) / JSONL
-    return _jsonl_read(jsonl)[1] if jsonl.exists() else []
+    return read_jsonl(jsonl).bad_lines if jsonl.exists() else []
 
 
 def log_line(run_dir: Path, text: str) -> None:
@@ -153,35 +149,57 @@ def log_line(run_dir: Path, text: str) -> None:
         pass
 
 
-def _parquet_records(path: Path) -> list[dict[str, Any]]:
-    records = pd.read_parquet(path).to_dict("records")
-    for rec in records:
-        params = rec.get("params")
-        if isinstance(params, list | np.ndarray):  # v2: map<string, string of JSON> read back as pairs
-            rec["params"] = {k: json.loads(v) for k, v in params}
-    return records
-
-
 def _params_as_map(frame: pd.DataFrame) -> pa.Table:
     table = pa.Table.from_pandas(frame.drop(columns=["params"]), preserve_index=False)
     pairs = [[(k, json.dumps(v, default=str)) for k, v in sorted(p.items())] for p in frame["params"]]
     return table.append_column("params", pa.array(pairs, type=pa.map_(pa.string(), pa.string())))
 
 
+def _log_problems(run_dir: Path, frame: pd.DataFrame) -> None:
+    bad = frame.attrs.get("unreadable_lines") or []
+    if bad:
+        log_line(run_dir, f"{JSONL}: {unreadable_text(len(bad))}: line {_lines_text(bad, shown=len(bad))}")
+    problems = frame.attrs.get("problems") or {}
+    for kind, numbers in by_kind(problems).items():
+        first = problems[numbers[0]].removeprefix(kind).removeprefix(": ")
+        log_line(run_dir, f"{JSONL}: {kind}: line {_lines_text(numbers)}" + (f" (first: {first})" if first else ""))
+    if frame.attrs.get("kept"):
+        log_line(run_dir, frame.attrs["kept"])
+
+
+def _write_parquet(frame: pd.DataFrame, tmp: Path) -> None:
+    pq.write_table(_params_as_map(frame), tmp)
+
+
+def _write_csv(frame: pd.DataFrame, tmp: Path) -> None:
+    frame.assign(params=frame["params"].map(params_key)).to_csv(tmp, index=False)
+
+
+def _replace_unless_larger(path: Path, frame: pd.DataFrame, write: Callable[[pd.DataFrame, Path], None]) -> None:
+    """Replaces `path` (atomically) with `frame` unless the file holds more rows: a table never shrinks. A file
+    that cannot be read is moved aside (`<name>.unreadable`), not overwritten."""
+    held = rows_held(path)
+    if held is not None and held > len(frame):
+        log_line(path.parent, f"{path.name} kept: it holds {held} rows, the rows read now are {len(frame)}")
+        return
+    if held is None:
+        path.replace(path.with_name(path.name + ".unreadable"))
+        log_line(path.parent, f"{path.name} could not be read: moved to {path.name}.unreadable, written anew")
+    with atomic_path(path) as tmp:
+        write(frame, tmp)
+
+
 def finalize_run(run_dir: Path) -> pd.DataFrame:
-    """Writes `results.parquet` and `results.csv` from the JSONL rows (each replaced whole); returns the table.
-    Unreadable JSONL lines go to the run's log with their numbers."""
+    """Writes `results.parquet` and `results.csv` from the JSONL rows (each replaced whole, never by fewer rows
+    than it holds); returns the table. Skipped JSONL lines go to the run's log with their numbers and why."""
     run_dir = Path(run_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, by whoever loads the run
         frame = load_run(run_dir)
-    bad = frame.attrs.get("unreadable_lines") or []
-    if bad:
-        log_line(run_dir, f"{JSONL}: {unreadable_text(len(bad))}: line {_lines_text(bad, shown=len(bad))}")
-    with atomic_path(run_dir / PARQUET) as tmp:
-        pq.write_table(_params_as_map(frame), tmp)
-    with atomic_path(run_dir / CSV) as tmp:
-        frame.assign(params=frame["params"].map(params_key)).to_csv(tmp, index=False)
+    _log_problems(run_dir, frame)
+    if frame.attrs.get("read_from") != PARQUET:  # else the parquet is the table: nothing to rewrite
+        _replace_unless_larger(run_dir / PARQUET, frame, _write_parquet)
+    _replace_unless_larger(run_dir / CSV, frame, _write_csv)
     return frame
 
 
@@ -201,23 +219,44 @@ class UnreadableLines(UserWarning):
     """Some lines of a run's `results.jsonl` held no readable row and were skipped."""
 
 
+def _read_larger(run_dir: Path) -> tuple[Read, str, str]:
+    """(the rows, the file they came from, why the parquet was kept over the JSONL or "")."""
+    jsonl, parquet = run_dir / JSONL, run_dir / PARQUET
+    if not jsonl.exists():
+        return read_parquet(parquet), PARQUET, ""
+    read = read_jsonl(jsonl)
+    if (rows_held(parquet) or 0) <= len(read.records):
+        return read, JSONL, ""
+    stored = read_parquet(parquet)
+    if len(stored.records) <= len(read.records):
+        return read, JSONL, ""
+    kept = (
+        f"{JSONL} gives {len(read.records)} rows, {PARQUET} holds {len(stored.records)}: the larger, {PARQUET}, "
+        f"is kept and used (delete it to rebuild the table from {JSONL})"
+    )
+    # the JSONL's skipped lines are why it is smaller: they stay the ones reported
+    return Read(stored.records, read.skipped, read.left_out), PARQUET, kept
+
+
 def load_run(path: str | os.PathLike[str] = "reports/latest") -> pd.DataFrame:
-    """The run's tidy table (schema v2, whatever version wrote it); `params` is a dict per row. Unreadable JSONL
-    lines are skipped with a warning that counts them; their numbers are in `table.attrs["unreadable_lines"]`."""
+    """The run's tidy table (schema v2, whatever version wrote it); `params` is a dict per row.
+
+    The JSONL is the source of truth (rows appended after the last finalize included), unless `results.parquet`
+    holds more rows than it gives (a JSONL truncated or overwritten): then the parquet is used and
+    `table.attrs["kept"]` says why. The parquet alone is enough when a run directory was shared without the JSONL.
+    Lines that cannot be a row are skipped, and rows whose value cannot stand (NaN, infinite, out of range,
+    a negative time) keep their place with the value NaN; both are counted with a warning, their numbers in
+    `table.attrs["unreadable_lines"]`, and why in `table.attrs["problems"]` (line → reason)."""
     run_dir = resolve_run(path)
-    # The JSONL is the source of truth (rows appended after the last finalize included); the
-    # parquet alone is enough when a run directory was shared without it.
-    jsonl = run_dir / JSONL
-    bad: list[int] = []
-    if jsonl.exists():
-        records, bad = _jsonl_read(jsonl)
-    else:
-        records = _parquet_records(run_dir / PARQUET)
-    frame = as_frame(upgrade(records))
-    frame.attrs["unreadable_lines"] = bad
+    read, source, kept = _read_larger(run_dir)
+    frame = as_frame(read.records)
+    bad = read.bad_lines
+    frame.attrs.update(unreadable_lines=bad, problems=read.problems, read_from=source, kept=kept)
     if bad:
         warnings.warn(
-            f"{jsonl}: {unreadable_text(len(bad))} (line {_lines_text(bad, shown=5)})", UnreadableLines, stacklevel=2
+            f"{run_dir / JSONL}: {unreadable_text(len(bad))} (line {_lines_text(bad, shown=5)})",
+            UnreadableLines,
+            stacklevel=2,
         )
     return frame
 
@@ -225,14 +264,40 @@ def load_run(path: str | os.PathLike[str] = "reports/latest") -> pd.DataFrame:
 def load_env(path: str | os.PathLike[str] = "reports/latest") -> dict[str, Any]:
     """The run's `env.json` (machine, toolchains, profile, CPU split, interruption), `{}` if absent."""
     env_path = resolve_run(path) / ENV
-    if not env_path.exists():
+    additions = _additions(env_path.with_name(ENV_ADDITIONS))  # a run whose owner was killed before merging them
+    if not env_path.exists() and not additions:
         return {}
     try:
-        env = json.loads(env_path.read_text(encoding="utf-8"))
+        env = json.loads(env_path.read_text(encoding="utf-8")) if env_path.exists() else {}
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError: say which file
         raise ValueError(f"{env_path}: not readable as JSON ({exc})") from None
     if not isinstance(env, dict):
         raise ValueError(f"{env_path}: expected a JSON object, found {type(env).__name__}")
+    env = merge_env(env, additions)
     env.setdefault("schema_version", 1)
     env.setdefault("interrupted", None)
     return env
+
+
+def _additions(path: Path) -> dict[str, Any]:
+    """env.json additions not yet merged; a file cut short or garbled counts as none (env.json itself holds the
+    run's record)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def merge_env(env: Mapping[str, Any], additions: Mapping[str, Any]) -> dict[str, Any]:
+    """`env` with `additions` over it: notes are added once each, suite times joined, and the first signal that
+    stopped the run stays the one recorded."""
+    out = dict(env)
+    for key, value in additions.items():
+        if key == "notes":
+            out[key] = list(dict.fromkeys([*out.get(key, []), *value]))
+        elif key == "suite_seconds":
+            out[key] = {**out.get(key, {}), **value}
+        elif key != "interrupted" or not out.get("interrupted"):
+            out[key] = value
+    return out

@@ -5,22 +5,29 @@ beside this file for the history); golden files under tests/testdata/ freeze eve
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
     "BASE_UNITS",
     "COLUMNS",
+    "MAX_ABS_VALUE",
     "PER_RUN_PARAMS",
     "SCHEMA_VERSION",
+    "BadRecord",
     "Row",
     "as_frame",
+    "check_record",
     "params_key",
     "series_params_key",
     "upgrade",
+    "value_problem",
 ]
 
 SCHEMA_VERSION = 2
@@ -182,3 +189,116 @@ def as_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     frame["params"] = frame["params"].map(lambda p: dict(p) if isinstance(p, Mapping) else {})
     frame["schema_version"] = SCHEMA_VERSION
     return frame
+
+
+# --- checking one record ---------------------------------------------------------------------------------
+# A counter that wrapped below zero reads near 1.8e19 (u64), and values near the float maximum overflow the medians,
+# ratios and error bars made of them: no clock, counter or rate polyperf reads comes near 1e18 in a base unit
+# (30 billion years, an exabyte, 1e18 events).
+MAX_ABS_VALUE = 1e18
+# Units whose values cannot be negative (a time, a size, a count, a rate); a ratio may be.
+_NON_NEGATIVE_UNITS = frozenset(BASE_UNITS - {"ratio"})
+_TEXT_COLUMNS = ("suite", "metric")  # must be text, not empty
+_OPTIONAL_TEXT = ("run_id", "case", "implementation", "variant", "driver")  # text, or absent (empty)
+
+
+class BadRecord(ValueError):
+    """A record that cannot become a row. `kind` is a short fixed phrase to count by ("not a JSON object",
+    "wrong type", "unit", "schema_version"); `str()` says what was found."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def _whole(value: Any) -> bool:
+    if isinstance(value, numbers.Integral):
+        return _number(value)
+    return _number(value) and math.isfinite(value) and float(value).is_integer()
+
+
+def _version(rec: Mapping[str, Any]) -> int:
+    version = rec.get("schema_version")
+    if version is None:
+        return 1  # polyperf 0.1 wrote none
+    if not isinstance(version, numbers.Integral) or isinstance(version, bool | np.bool_):
+        raise BadRecord("schema_version", f"{version!r} is not a whole number")
+    if not 1 <= int(version) <= SCHEMA_VERSION:
+        raise BadRecord("schema_version", f"{version} is not 1..{SCHEMA_VERSION} (a newer polyperf wrote it?)")
+    return int(version)
+
+
+def _upgraded(rec: dict[str, Any]) -> dict[str, Any] | None:
+    version, current = _version(rec), rec
+    while current is not None and version < SCHEMA_VERSION:
+        try:
+            current = UPGRADES[version](current)
+        except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+            raise BadRecord("wrong type", f"cannot upgrade from schema {version}: {exc}") from None
+        version += 1
+    return current
+
+
+def value_problem(value: Any, unit: str) -> str:
+    """Why `value` cannot stand as a measurement in `unit` ("" when it can): missing, not finite, out of range,
+    or negative where the unit cannot be."""
+    if value is None:
+        return "no value"
+    try:
+        number = float(value)
+    except OverflowError:
+        return f"value out of range: {str(value)[:20]}..."
+    if not math.isfinite(number):
+        return f"value not finite: {number}"
+    if abs(number) > MAX_ABS_VALUE:
+        return f"value out of range: {number:g} (beyond ±{MAX_ABS_VALUE:g})"
+    if number < 0 and unit in _NON_NEGATIVE_UNITS:
+        return f"value negative: {number:g} {unit}"
+    return ""
+
+
+def check_record(rec: Any) -> tuple[dict[str, Any] | None, str]:
+    """(the record brought to SCHEMA_VERSION with its types checked, "" or why its value is left out).
+
+    Raises `BadRecord` when the record cannot be a row (not an object, a field of the wrong type, an unknown or
+    missing unit, an unknown schema_version). A row whose value is missing, not finite, out of range or negative
+    where the unit cannot be keeps its place with the value NaN, so that its series reads "no valid values"
+    rather than vanishing. Returns (None, "") for a v1 record the upgrade drops on purpose."""
+    if not isinstance(rec, Mapping):
+        raise BadRecord("not a JSON object", type(rec).__name__)
+    current = _upgraded(dict(rec))
+    if current is None:
+        return None, ""
+    for column in _TEXT_COLUMNS:
+        value = current.get(column)
+        if not isinstance(value, str) or not value:
+            raise BadRecord("wrong type", f"{column} must be text, found {value!r:.40}")
+    for column in _OPTIONAL_TEXT:
+        value = current.get(column)
+        if value is None:
+            current[column] = ""
+        elif not isinstance(value, str):
+            raise BadRecord("wrong type", f"{column} must be text, found {value!r:.40}")
+    unit = current.get("unit")
+    if unit not in BASE_UNITS:
+        found = "no unit" if unit is None else f"{unit!r:.20} is not a base unit"
+        raise BadRecord("unit", f"{found} ({', '.join(sorted(BASE_UNITS))})")
+    repeat = current.get("repeat", 0)
+    if repeat is not None and not (_whole(repeat) and 0 <= repeat < 2**63):
+        raise BadRecord("wrong type", f"repeat must be a whole number >= 0, found {repeat!r:.40}")
+    bound = current.get("client_bound", False)
+    if bound is not None and not isinstance(bound, bool | np.bool_):
+        raise BadRecord("wrong type", f"client_bound must be true or false, found {bound!r:.40}")
+    if current.get("params") is not None and not isinstance(current["params"], Mapping):
+        raise BadRecord("wrong type", f"params must be an object, found {current['params']!r:.40}")
+    value = current.get("value")
+    if value is not None and not _number(value):
+        raise BadRecord("wrong type", f"value must be a number, found {value!r:.40}")
+    problem = value_problem(value, unit)
+    if problem:
+        current = {**current, "value": math.nan}
+    return current, problem

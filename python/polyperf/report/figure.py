@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import matplotlib
@@ -13,9 +14,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from polyperf.analyse.stats import summarize
+from polyperf.analyse.stats import Summary, summarize
 
-__all__ = ["COLORS", "Figure", "bar_with_ci", "grouped_bars", "new_axes", "with_param"]
+__all__ = ["COLORS", "Figure", "bar_with_ci", "error_bar", "grouped_bars", "new_axes", "with_param"]
 
 COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
@@ -39,6 +40,17 @@ def with_param(frame: pd.DataFrame, key: str) -> pd.Series:
     return frame["params"].map(lambda p: p.get(key))
 
 
+def error_bar(s: Summary, scale: float = 1.0) -> list[list[float]] | None:
+    """matplotlib's `yerr` for one bar: distances below and above the median, never negative (rounding, or a
+    median outside its interval), None without a finite interval."""
+    if not s.has_interval:
+        return None
+    below, above = (s.median - s.low) * scale, (s.high - s.median) * scale
+    if not (math.isfinite(below) and math.isfinite(above)):
+        return None
+    return [[max(below, 0.0)], [max(above, 0.0)]]
+
+
 def _group_order(group: object) -> tuple:
     return (group is None, group if isinstance(group, int | float) else str(group))
 
@@ -59,7 +71,7 @@ def grouped_bars(
     x = np.arange(len(labels))
     for i, group in enumerate(groups):
         for j, label in enumerate(labels):
-            values = data.get((label, group))
+            values = [v for v in data.get((label, group)) or () if math.isfinite(v)]
             if not values:
                 continue
             s = summarize(values)
@@ -69,7 +81,7 @@ def grouped_bars(
                 at,
                 s.median * scale,
                 width,
-                yerr=[[(s.median - s.low) * scale], [(s.high - s.median) * scale]] if s.has_interval else None,
+                yerr=error_bar(s, scale),
                 capsize=3,
                 color=COLORS[i % len(COLORS)],
                 hatch="//" if bound else None,

@@ -30,7 +30,8 @@ _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - (.*))?$")
 
 @dataclass(frozen=True)
 class Flag:
-    # "failed", "interrupted", "unreadable", "note", "rows mismatch", "client-bound", "noisy", "unknown metric"
+    # "failed", "interrupted", "unreadable", "no valid values", "note", "rows mismatch", "client-bound", "noisy",
+    # "unknown metric"
     kind: str
     subject: str  # what is flagged (a test, a series, the run)
     detail: str  # why, in words and human units
@@ -134,7 +135,10 @@ def noisy(table: pd.DataFrame, share: float = NOISE_SHARE) -> list[Flag]:
     frame = table.assign(_params=table["params"].map(series_params_key))
     found = []
     for key, g in frame.groupby([*SERIES, "metric", "unit", "_params"], sort=True):
-        s = summarize(per_repeat(g).to_numpy())
+        values = per_repeat(g).dropna()
+        if values.empty:
+            continue  # no valid value: flagged by `no_valid_values`
+        s = summarize(values.to_numpy())
         if not s.has_interval or not s.median or (width := (s.high - s.low) / abs(s.median)) <= share:
             continue
         where = dict(zip([*SERIES, "metric", "unit", "_params"], key, strict=True))
@@ -147,6 +151,22 @@ def noisy(table: pd.DataFrame, share: float = NOISE_SHARE) -> list[Flag]:
         )
         found.append((width, Flag("noisy", subject, detail, where["suite"])))
     return [flag for _w, flag in sorted(found, key=lambda f: -f[0])]
+
+
+def no_valid_values(table: pd.DataFrame) -> list[Flag]:
+    """Series whose every value was left out when loaded (not finite, out of range, a negative time) or measured
+    as NaN: no figure or median shows them."""
+    frame = table.assign(_params=table["params"].map(series_params_key), _ok=pd.to_numeric(table["value"]).notna())
+    flags = []
+    for key, g in frame.groupby([*SERIES, "metric", "unit", "_params"], sort=True):
+        if g["_ok"].any():
+            continue
+        where = dict(zip([*SERIES, "metric", "unit", "_params"], key, strict=True))
+        params = _params_text(g["params"].iloc[0])
+        subject = f"{series_name(where)}: {where['metric']}" + (f" ({params})" if params else "")
+        why = f"no valid values: all {len(g)} left out (line numbers and why in logs/polyperf.log)"
+        flags.append(Flag("no valid values", subject, why, where["suite"]))
+    return flags
 
 
 def unknown_metrics(table: pd.DataFrame) -> list[Flag]:
@@ -164,6 +184,7 @@ FLAGGERS: list[Callable[[pd.DataFrame, Mapping[str, Any], Path], list[Flag]]] = 
     lambda _t, _e, run_dir: failed_tests(run_dir),
     lambda _t, env, _r: env_flags(env),
     lambda table, _e, run_dir: unreadable(table, run_dir),
+    lambda table, _e, _r: no_valid_values(table),
     lambda table, _e, _r: rows_mismatches(table),
     lambda table, _e, _r: client_bound(table),
     lambda table, _e, _r: noisy(table),

@@ -20,6 +20,7 @@ import pandas as pd
 
 from polyperf.analyse.claims import evaluate
 from polyperf.common.atomic import write_text_atomic
+from polyperf.record.lines import valid_rows
 from polyperf.record.run_dir import load_env, load_run, resolve_run
 from polyperf.report.count_figures import count_figures
 from polyperf.report.default import default_figures, median_table
@@ -76,10 +77,17 @@ def _equal_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{"95% interval": frame["95% interval"].where(~same, label)})
 
 
-def _sections(table: pd.DataFrame, suites: list[str], fig_dir: Path, claimed: dict[str, set[str]]) -> list[Section]:
+def _sections(
+    table: pd.DataFrame, suites: list[str], fig_dir: Path, claimed: dict[str, set[str]], flags: list[Flag]
+) -> list[Section]:
+    """Each suite's section; a suite whose figures cannot be drawn gets a flag, and the report goes on."""
     sections = []
     for suite in suites:
-        figures = _figures(table, suite)
+        try:
+            figures = _figures(table, suite)
+        except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError) as exc:
+            flags.append(Flag("failed", f"figures of {suite}", f"not drawn: {type(exc).__name__}: {exc}", suite))
+            figures = []
         for fig in figures:
             fig.figure.savefig(fig_dir / f"{fig.name}.png", dpi=110)
             plt.close(fig.figure)
@@ -116,6 +124,8 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     for v in verdicts:
         claimed.setdefault(v.claim.suite, set()).add(v.claim.metric)
     flags = find_flags(table, env, run_dir)
+    # figures and medians show the values that can stand; verdicts and flags saw every row
+    sections = _sections(valid_rows(table), suites, fig_dir, claimed, flags)
     flames_dir = run_dir / "flamegraphs"
     index = _index_of(run_dir)
     context = {
@@ -130,7 +140,7 @@ def write_report(run: str | os.PathLike[str]) -> Path:
         "noisy": _flags_table([f for f in flags if f.kind == "noisy"]),
         "flag_kinds": {kind: sum(f.kind == kind for f in flags) for kind in dict.fromkeys(f.kind for f in flags)},
         "noise_share": NOISE_SHARE,
-        "sections": _sections(table, suites, fig_dir, claimed),
+        "sections": sections,
         "flames": sorted(p.name for p in flames_dir.glob("*.svg")) if flames_dir.is_dir() else [],
         "n_rows": len(table),
         "index_href": "../../index.html" if index else None,

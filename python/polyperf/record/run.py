@@ -1,0 +1,164 @@
+"""`Run`: one run folder from start to finish. It makes the folder, writes its environment record, points `latest`
+at it, keeps the progress, records an interrupt and finalizes the table. `polyperf run`, the pytest plugin and the
+CLI's `build` and `load` all go through it (pyperf's `Runner` owns its JSON file the same way).
+
+env.json has one writer while a run is under way: the process that made the folder (its pid is in `owner.pid`).
+A process given a folder another one made (the pytest child of `polyperf run`) is `attach`ed: its additions (suite
+times, the seed, notes, a signal) go to `env.additions.json`, which the owner merges when it finishes. An owner
+that died (a SIGKILL) hands over: the attached process merges and writes env.json itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from polyperf.common.atomic import write_text_atomic
+from polyperf.record.env import RunEnv, add_note, collect_env, merge_additions, owned_elsewhere, read_env, write_env
+from polyperf.record.recorder import Recorder
+from polyperf.record.run_dir import (
+    DURATIONS,
+    ENV,
+    JSONL,
+    OWNER,
+    PROGRESS,
+    RowWriter,
+    finalize_run,
+    log_line,
+    new_run_dir,
+    point_latest,
+)
+
+__all__ = ["STOP_SIGNALS", "Run"]
+
+# The signals that stop a run in an orderly way: Ctrl-C, a CI time-out or `kill`, a closed terminal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Run:
+    """A run folder and the one object that changes it. `Run.create(out, **settings)` makes a new one and owns its
+    env.json; `Run.attach(run_dir)` works in a folder another process made."""
+
+    def __init__(self, run_dir: Path, *, created: bool = False) -> None:
+        self.run_dir = Path(run_dir)
+        self.created = created  # this process made the folder
+        self.interrupted: str | None = None
+        self._writer: RowWriter | None = None
+
+    @classmethod
+    def create(
+        cls, out: str | os.PathLike[str], *, run_id: str | None = None, latest: bool = False, **settings: Any
+    ) -> Run:
+        """`out/runs/<run-id>/` with `logs/`, an empty `results.jsonl` and env.json (the machine as collected, and
+        `settings`: profile, suites, command...); `latest` points `out/latest` at it now."""
+        run_dir = new_run_dir(Path(out), run_id)
+        write_text_atomic(run_dir / OWNER, f"{os.getpid()}\n")
+        record = RunEnv.from_json(collect_env(**settings))  # typed: a setting of the wrong type fails here
+        write_text_atomic(run_dir / ENV, json.dumps(record.as_json(), indent=2, sort_keys=True, default=str) + "\n")
+        if latest:
+            point_latest(run_dir)
+        return cls(run_dir, created=True)
+
+    @classmethod
+    def attach(cls, run_dir: str | os.PathLike[str]) -> Run:
+        """A folder made elsewhere (`polyperf run` hands its pytest child one): from now on it is a run, even if
+        nothing is recorded."""
+        run_dir = Path(run_dir)
+        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (run_dir / JSONL).touch()
+        return cls(run_dir)
+
+    # --- rows -------------------------------------------------------------------------------------------------
+    @property
+    def writer(self) -> RowWriter:
+        if self._writer is None:
+            self._writer = RowWriter(self.run_dir)
+        return self._writer
+
+    def recorder(self, suite: str) -> Recorder:
+        """`record(metric, value, unit, case=..., ...)` for one suite's rows."""
+        return Recorder(self.writer, suite)
+
+    # --- the environment record -------------------------------------------------------------------------------
+    @property
+    def env(self) -> RunEnv:
+        return read_env(self.run_dir)
+
+    @property
+    def owns_env(self) -> bool:
+        """Whether this process writes env.json itself (no other live process made the run)."""
+        return not owned_elsewhere(self.run_dir)
+
+    def update_env(self, **fields: Any) -> None:
+        """Sets fields of the environment record (through the owner when another process owns it)."""
+        write_env(self.run_dir, **fields)
+
+    def add_note(self, note: str) -> None:
+        """What was not measured and why; the report shows notes at the top."""
+        add_note(self.run_dir, note)
+
+    # --- progress ---------------------------------------------------------------------------------------------
+    def write_progress(self, state: Mapping[str, Any]) -> None:
+        """`progress.json`: the test under way and those to come (`polyperf run`'s status line reads it)."""
+        write_text_atomic(self.run_dir / PROGRESS, json.dumps(dict(state)))
+
+    def write_durations(self, durations: Mapping[str, float]) -> None:
+        """`durations.json`: seconds per test, the next run's estimate of what remains."""
+        write_text_atomic(self.run_dir / DURATIONS, json.dumps(dict(durations), indent=0))
+
+    # --- stopping ---------------------------------------------------------------------------------------------
+    def mark_interrupted(self, name: str) -> None:
+        """Records the signal that stopped the run (the first one only). Never raises: a failure goes to the
+        run's log, never in the way of the orderly stop that follows."""
+        if self.interrupted is not None:
+            return
+        self.interrupted = name
+        try:
+            write_env(self.run_dir, interrupted=name)
+        except Exception as exc:
+            log_line(self.run_dir, f"env.json: could not record the {name} that stopped the run: {exc}")
+
+    def install_signal_handlers(
+        self, then: Callable[[int], None], signals: Sequence[int] = STOP_SIGNALS
+    ) -> dict[int, Any]:
+        """The one way a run handles signals: each of `signals` is recorded at once as the run's interrupt (the
+        teardown that follows may itself be cut short), then handed to `then`. Returns the previous handlers."""
+
+        def handle(signum: int, _frame: object) -> None:
+            self.mark_interrupted(signal.Signals(signum).name)
+            then(signum)
+
+        return {sig: signal.signal(sig, handle) for sig in signals}
+
+    @contextlib.contextmanager
+    def signals_handled(self, then: Callable[[int], None], signals: Sequence[int] = STOP_SIGNALS) -> Iterator[None]:
+        """`install_signal_handlers` while inside; the previous handlers come back after."""
+        previous = self.install_signal_handlers(then, signals)
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    # --- the end ----------------------------------------------------------------------------------------------
+    def finish(self, *, latest: bool = False) -> pd.DataFrame:
+        """Merges other processes' env.json additions (as owner, or for an owner that died), writes the parquet and
+        CSV tables from the rows, and points `latest` at the run when asked; returns the table."""
+        if self.owns_env:
+            try:
+                merge_additions(self.run_dir)
+            except Exception as exc:  # the rows matter more than the record's last additions
+                log_line(self.run_dir, f"env.json: could not merge the additions of other processes: {exc}")
+            if self.created:
+                (self.run_dir / OWNER).unlink(missing_ok=True)
+        table = finalize_run(self.run_dir)
+        if latest:
+            point_latest(self.run_dir)
+        return table
