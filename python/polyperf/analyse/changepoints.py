@@ -132,29 +132,38 @@ def series_changes(
     `metric` and `exact`; rows in commit order within a series). A series is exact when all its points are
     (`exact_column`) or the catalogue marks its metric exact."""
     records: list[dict[str, Any]] = []
-    for series_key, group in points.groupby(list(key), sort=False):
-        group = group[np.isfinite(group["value"].to_numpy(dtype=float))]
-        if len(group) < 2:
+    # numpy slices per series rather than a pandas group each: a thousand series must take seconds, not minutes
+    frame = points[np.isfinite(points["value"].to_numpy(dtype=float))]
+    codes = frame.groupby(list(key), sort=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    values_all = frame["value"].to_numpy(dtype=float)[order]
+    commits_all = frame["git_commit"].to_numpy(dtype=object)[order]
+    runs_all = frame["run_id"].to_numpy(dtype=object)[order]
+    keys_all = [frame[k].to_numpy(dtype=object)[order] for k in key]
+    metrics_all = frame["metric"].to_numpy(dtype=object)[order] if "metric" in frame else None
+    exact_all = (
+        frame[exact_column].to_numpy(dtype=bool)[order] if exact_column is not None and exact_column in frame else None
+    )
+    for lo, hi in zip([0, *bounds], [*bounds, len(frame)], strict=True):
+        if hi - lo < 2:
             continue
-        metric = str(group["metric"].iloc[0]) if "metric" in group else ""
+        metric = str(metrics_all[lo]) if metrics_all is not None else ""
         info = metric_info(metric) if metric_info is not None and metric else None
-        exact = bool(getattr(info, "exact", False)) or (
-            exact_column is not None and exact_column in group and bool(group[exact_column].all())
-        )
+        exact = bool(getattr(info, "exact", False)) or (exact_all is not None and bool(exact_all[lo:hi].all()))
         better = better_of(metric, metric_info)
-        commits, runs = group["git_commit"].tolist(), group["run_id"].tolist()
-        values = group["value"].to_numpy(dtype=float)
+        values = values_all[lo:hi]
         for change in find_changes(values, exact=exact, max_pvalue=max_pvalue, window=window):
-            i = change.index
-            record = dict(zip(key, series_key if isinstance(series_key, tuple) else (series_key,), strict=True))
+            i = lo + change.index
+            record = {k: column[lo] for k, column in zip(key, keys_all, strict=True)}
             record.update(
                 {
                     "metric": metric,
-                    "commit_before": commits[i - 1],
-                    "commit_after": commits[i],
-                    "run_before": runs[i - 1],
-                    "run_after": runs[i],
-                    "points_after": len(values) - i,
+                    "commit_before": commits_all[i - 1],
+                    "commit_after": commits_all[i],
+                    "run_before": runs_all[i - 1],
+                    "run_after": runs_all[i],
+                    "points_after": hi - i,
                     "better": better,
                     "label": label(change.change, better),
                     **asdict(change),

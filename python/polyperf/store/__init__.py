@@ -7,6 +7,7 @@ a team's PostgreSQL (`--store postgresql://…`, or `POLYPERF_STORE`). `open_sto
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Protocol
@@ -63,6 +64,7 @@ class Store(Protocol):
         profile: str | None = None,
     ) -> pd.DataFrame: ...
     def machines(self) -> pd.DataFrame: ...
+    def batch(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 def default_store_url(out: str | os.PathLike[str] = "reports") -> str:
@@ -89,11 +91,12 @@ def add_runs(store: Store, paths: list[str | os.PathLike[str]]) -> list[tuple[st
     it was refused. A run that cannot be read does not stop the others; a store that cannot be written (unreachable,
     newer) raises StoreError."""
     outcomes = []
-    for path in paths:
-        try:
-            record = read_run(path)
-        except StoreError as exc:
-            outcomes.append((str(path), f"not stored: {exc}"))
-            continue
-        outcomes.append((str(path), "added" if store.add_run(record) else "already stored"))
+    with store.batch():
+        for path in paths:
+            try:
+                record = read_run(path)
+            except StoreError as exc:
+                outcomes.append((str(path), f"not stored: {exc}"))
+                continue
+            outcomes.append((str(path), "added" if store.add_run(record) else "already stored"))
     return outcomes

@@ -88,10 +88,15 @@ class PostgresStore(SqlStore):
                     marks = ", ".join(["%s"] * len(frame.columns))
                     cur.executemany(f"INSERT INTO series ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows)
                     continue
-                with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                with cur.copy(f"COPY {table} (run_id, {columns}) FROM STDIN") as copy:
                     for row in rows:
-                        copy.write_row(row)
+                        copy.write_row((record.run_id, *row))
         return True
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Nothing to hold: PostgreSQL serves many writers, each run is its own transaction."""
+        yield
 
     def add_run(self, record: RunRecord) -> bool:
         try:

@@ -169,12 +169,11 @@ def insert_run_sql(placeholder: str = "?") -> str:
 
 
 def frame_for(record: RunRecord, table: str) -> pd.DataFrame:
-    """The record's rows for `table`, in the table's column order (series sorted by id: concurrent writers take
-    the same keys in the same order, so PostgreSQL never deadlocks on them)."""
+    """The record's rows for `table` in the table's column order, without `run_id` (the insert adds it as one
+    parameter: a column of a thousand equal strings costs more to hand over than the numbers). Series are sorted by
+    id, so concurrent writers take the same keys in the same order and PostgreSQL never deadlocks on them."""
     if table == "series":
         return record.series[["series_id", *SERIES_KEY]].sort_values("series_id")
-    columns = {"samples": SAMPLE_COLUMNS, "points": POINT_COLUMNS, "verdicts": VERDICT_COLUMNS}[table]
+    columns = {"samples": SAMPLE_COLUMNS, "points": POINT_COLUMNS, "verdicts": VERDICT_COLUMNS}[table][1:]
     frame = getattr(record, table)
-    if frame.empty:
-        return pd.DataFrame(columns=columns)
-    return frame.assign(run_id=record.run_id)[columns]
+    return pd.DataFrame(columns=columns) if frame.empty else frame[columns]
