@@ -7,7 +7,13 @@ before any load, each in a cgroup of its own that counts its CPU exactly. Each c
 repeat by repeat in a seeded random order (C A B, B C A, ...; `--seed`), so neither drift of this shared
 machine nor a fixed neighbour favours one, and before every timed window every server has drained:
 
-- `ceiling`: oha, closed model, several connection counts: the most each server answers;
+- `ramp`: Anton Putra's test 1 as the article ran it: gnet and axum (net/http too in full) under oha with the
+  connections stepped up (bounded steps of bounded time) until throughput stops rising or requests fail; per step
+  requests/s, p90 latency, server CPU and RSS; per ramp the peak requests/s and the p90 at that step
+  (`ramp_peak`), flagged client-bound when the client, not the server, was the limit at the peak. Each ramp runs
+  in a fresh server process;
+- `ceiling`: oha, closed model, several connection counts: the most each server answers (each repeat a fresh
+  server process, so the repeats span server processes);
 - `fixed_rate`: oha at one rate all apps sustain, latency corrected for coordinated omission;
 - `locust`: locust's FastHttpUser, a step ramp of users (its rps history is kept): what a Python
   client sees, ~10x below the native driver's ceiling — the report says which driver made which number;
@@ -57,6 +63,16 @@ def plan(profile):
         "locust_repeats": profile.pick(smoke=1, quick=1, full=3),
         "wrk_repeats": profile.pick(smoke=1, quick=6, full=8),
         "periods": profile.pick(smoke=[], quick=[], full=[0.005, 0.010, 0.100]),
+        # the ramp: connections stepped up x4 (bounded), each step a short window; six ramps give the peaks'
+        # ratio a 95% interval
+        "ramp_repeats": profile.pick(smoke=1, quick=6, full=8),
+        "ramp_connections": profile.pick(smoke=[16, 64], quick=[4, 16, 64, 256], full=[1, 4, 16, 64, 256, 1024]),
+        "ramp_step_s": profile.pick(smoke=0.3, quick=0.4, full=3.0),
+        "ramp_apps": profile.pick(
+            smoke=("gnet_devices", "axum_devices"),
+            quick=("gnet_devices", "axum_devices"),
+            full=("gnet_devices", "axum_devices", "nethttp_devices"),
+        ),
     }
 
 
@@ -86,13 +102,72 @@ def test_verified(fleet, target):
 
 
 def test_ceiling(env, plan, ceilings):
-    for repeat, target in env.interleave(plan["repeats"]):
+    for repeat, target in env.interleave(plan["repeats"], processes=plan["repeats"]):
         for connections in plan["connections"]:
             m = env.oha(target, case="ceiling", repeat=repeat, duration=plan["ceiling_s"], connections=connections)
             if m is not None:
                 assert m.load.rps > 0 and m.load.failures == 0, m.load
     for _repeat, target in env.interleave(1):  # --flamegraph: one extra, unrecorded run each under perf
         env.flamegraph(target, name=f"ceiling-{target.key.replace('/', '-')}", duration=plan["ceiling_s"])
+
+
+# A ramp stops at the step after the peak where throughput fell below this share of the best so far: the app broke
+RAMP_FALL = 0.9
+
+
+def _ramp(env, plan, target, repeat: int) -> list[tuple[int, object, bool]]:
+    """One ramp: (connections, measurement, client-bound) per step, until requests fail or throughput falls."""
+    steps: list[tuple[int, object, bool]] = []
+    for connections in plan["ramp_connections"]:
+        m = env.oha(target, case="ramp", repeat=repeat, duration=plan["ramp_step_s"], connections=connections)
+        if m is None:
+            break
+        steps.append((connections, m, bool(env.last_client_bound)))
+        best = max(step.load.rps for _c, step, _b in steps)
+        if m.load.failures or m.load.rps < RAMP_FALL * best:
+            break
+    return steps
+
+
+def test_ramp(env, plan, ceilings):
+    """The article's own quantities (its test 1): peak throughput and the p90 latency at the peak, from a ramp of
+    clients until the app breaks, each ramp in a fresh server process."""
+    targets = [t for t in TARGETS if t.name in plan["ramp_apps"]]
+    repeats = plan["ramp_repeats"]
+    for repeat, target in env.interleave(repeats, targets, processes=repeats):
+        steps = _ramp(env, plan, target, repeat)
+        if not steps:
+            continue
+        connections, peak, client_bound = max(steps, key=lambda step: step[1].load.rps)
+        assert peak.load.rps > 0, peak.load
+        budget = env.fleet.budgets.get(target.key)
+        params = {
+            **env.params,
+            **target.params,
+            "ramp_connections": list(plan["ramp_connections"]),
+            "step_s": plan["ramp_step_s"],
+            "server_process": env.fleet.starts.get(target.key, 0),
+            **({"cpu_quota": budget.fraction} if budget else {}),
+        }
+        rows = [
+            ("peak_requests_per_s", peak.load.rps, "1/s", {}),
+            ("peak_connections", float(connections), "count", {}),
+            ("ramp_steps", float(len(steps)), "count", {}),
+            ("server_cpu_share", peak.server_cpu_fraction, "ratio", {}),
+            ("rss_peak_bytes", float(peak.server.rss_peak), "bytes", {}),
+        ]
+        if 0.9 in peak.load.latency:
+            rows.append(("p90_latency_s", peak.load.latency[0.9], "s", {}))
+        env.record.many(
+            rows,
+            case="ramp_peak",
+            implementation=target.name,
+            variant=target.variant,
+            driver="oha",
+            repeat=repeat,
+            client_bound=client_bound,
+            params=params,
+        )
 
 
 def test_budget_period(env, plan, fleet):

@@ -141,6 +141,7 @@ def test_a_run_records_every_row_with_its_params(lab):
         "cpu_source": "proc",
         "server_affinity": "0",
         "client_affinity": "1",
+        "server_process": 0,
         "duration_s": 2.0,
         "connections": 16,
         "steps": [[1, 2]],

@@ -96,23 +96,54 @@ class LoadEnv:
         self._rng = random.Random(f"{self.seed}:{getattr(record, 'suite', '')}")  # each suite its own sequence
         self._slot: tuple[int, str, int] | None = None  # (repeat, target key, slot) of interleave's current item
         self.problems: list[str] = []
+        # the client-bound flag of the last run (the rows' `client_bound`: the client, or a budget the server
+        # did not fill, was the limit), for cases that summarise their runs (a ramp's peak)
+        self.last_client_bound: bool | None = None
         # more process trees measured with every run, by name (e.g. {"db": PostgreSQL's postmaster pid})
         self.extra_pids: dict[str, int] = {}
         # exact CPU-seconds counters of some of them, read at the driver's edges (e.g. {"db": a cgroup's usage})
         self.extra_cpu: dict[str, Callable[[], float]] = {}
 
-    def interleave(self, repeats: int, targets: Sequence[Target] | None = None) -> Iterator[tuple[int, Target]]:
+    def interleave(
+        self,
+        repeats: int,
+        targets: Sequence[Target] | None = None,
+        *,
+        processes: int = 1,
+        warm_up: Callable[[Target], object] | None = None,
+    ) -> Iterator[tuple[int, Target]]:
         """(repeat, target), every target once per repeat in an order drawn anew each repeat from the seeded
         generator (so neither drift of a shared machine nor a fixed neighbour favours one target); the slot
-        goes into the rows' params. A target that died meanwhile is skipped."""
+        goes into the rows' params. A target that died meanwhile is skipped.
+
+        `processes` > 1 spreads the repeats over that many server processes per target (contiguous blocks; a
+        process keeps one speed for its whole life, so a claim on one process measures that process): before each
+        new block every target is restarted and warmed up unrecorded (`warm_up(target)`, else 0.3 s of oha GET);
+        rows carry the process's number as `server_process`."""
+        chosen = list(targets or self.fleet.targets)
+        block = math.ceil(repeats / max(1, min(processes, repeats))) if repeats else 1
         try:
             for repeat in range(repeats):
-                for slot, target in enumerate(self.order(list(targets or self.fleet.targets))):
+                if repeat and repeat % block == 0:
+                    self._restart(chosen, warm_up)
+                for slot, target in enumerate(self.order(chosen)):
                     if target.key in self.fleet.servers:
                         self._slot = (repeat, target.key, slot)
                         yield repeat, target
         finally:
             self._slot = None
+
+    def _restart(self, targets: Sequence[Target], warm_up: Callable[[Target], object] | None) -> None:
+        for target in targets:
+            if target.key not in self.fleet.servers:
+                continue
+            self.fleet.restart(target.key)
+            if target.key not in self.fleet.servers:
+                self.problems.append(f"{target.key}: {self.fleet.failed.get(target.key)}")
+            elif warm_up is not None:
+                warm_up(target)
+            else:
+                self.oha(target, case="warmup", duration=0.3, connections=16, keep=False)
 
     def order(self, items: Sequence[T]) -> list[T]:
         """`items` in a random order drawn from this environment's seeded generator (e.g. drivers per repeat)."""
@@ -195,6 +226,7 @@ class LoadEnv:
             self.problems.append(f"{where}: {exc}")
             return None
         budget_rows, saturated = self._budget_rows(target, m, before)
+        self.last_client_bound = m.client_bound or not saturated
         if keep:
             run_params = {
                 **self._run_params(target, m, quiet, repeat),
@@ -227,6 +259,7 @@ class LoadEnv:
         }
         if self._slot is not None and self._slot[:2] == (repeat, target.key):
             out["slot"] = self._slot[2]
+        out["server_process"] = getattr(self.fleet, "starts", {}).get(target.key, 0)  # stand-in fleets have none
         if quiet is None:
             out["drain_skipped"] = True
         elif quiet.timed_out:  # the run started anyway; say what was still busy
@@ -347,3 +380,24 @@ class LoadEnv:
         """The problems noted since the last call (the suite fails its test with them)."""
         problems, self.problems = self.problems, []
         return problems
+
+    # --- what others may change, through these methods only -------------------------------------------------
+    def note_problem(self, text: str) -> None:
+        """A problem the current test fails with at its end; the other targets go on meanwhile."""
+        self.problems.append(text)
+
+    def add_params(self, **params: Any) -> None:
+        """Params every later row of this environment carries (a database's settings, the budget `auto` found)."""
+        self.params.update(params)
+
+    def measure_also(self, name: str, pid: int, cpu: Callable[[], float] | None = None) -> None:
+        """Measure the process tree of `pid` with every run from now on, as `name` (e.g. "db": PostgreSQL's
+        postmaster); `cpu`, an exact CPU-seconds counter of it (its cgroup's), is read at the driver's edges."""
+        self.extra_pids[name] = pid
+        if cpu is not None:
+            self.extra_cpu[name] = cpu
+
+    def stop_measuring(self, name: str) -> None:
+        """No longer measure the tree `measure_also` named (e.g. while it restarts under a new pid)."""
+        self.extra_pids.pop(name, None)
+        self.extra_cpu.pop(name, None)

@@ -88,6 +88,7 @@ PER_RUN_PARAMS = (
     "iterations",
     "round",
     "sample",
+    "server_process",
 )
 
 

@@ -81,6 +81,7 @@ class Fleet:
         self.accounts: dict[str, CpuAccount] = {}  # exact CPU per server (a cgroup of its own), where writable
         self.cpu_source = "proc"  # "cgroup" once start() found cgroups writable
         self.affinity: dict[str, list[int]] = {}  # each server's CPU affinity as it was after start
+        self.starts: dict[str, int] = {}  # the number of each target's current process (0: the first; `restart`)
         self.failed: dict[str, str] = {}
 
     def start(self) -> Fleet:
@@ -90,18 +91,7 @@ class Fleet:
             try:
                 app, _variant = get_app(target.app)
                 build(target.app, log_dir=self.log_dir)
-                server = Server(
-                    target.app,
-                    log_dir=self.log_dir,
-                    cpus=self.server_cpus,
-                    workers=self.workers,
-                    database_url=self.database_url,
-                    args=target.args,
-                    env=self.env,
-                )
-                self.servers[target.key] = server  # known before it starts: stop() reaches it whatever happens
-                server.start()
-                self.affinity[target.key] = sorted(os.sched_getaffinity(server.pid))
+                server = self._start_server(target)
                 self._cgroups(target.key, server)
                 if target.app not in verified:  # one app binary, verified once (checks take ~1.5 s)
                     require_verified(
@@ -112,6 +102,42 @@ class Fleet:
             except (PolyperfError, OSError) as exc:  # OSError: a server gone before its affinity was read
                 self.drop(target.key, f"{type(exc).__name__}: {exc}")
         return self
+
+    def _start_server(self, target: Target) -> Server:
+        server = Server(
+            target.app,
+            log_dir=self.log_dir,
+            cpus=self.server_cpus,
+            workers=self.workers,
+            database_url=self.database_url,
+            args=target.args,
+            env=self.env,
+        )
+        self.servers[target.key] = server  # known before it starts: stop() reaches it whatever happens
+        self.starts[target.key] = self.starts.get(target.key, -1) + 1
+        server.start()
+        self.affinity[target.key] = sorted(os.sched_getaffinity(server.pid))
+        return server
+
+    def restart(self, key: str) -> None:
+        """A fresh process of a running target: the same binary, arguments, CPUs and cgroups (its budget and CPU
+        account go on counting). A server process keeps one speed for its whole life, so a claim resting on one
+        process measures that process; `starts[key]` numbers the processes. A restart that fails drops the
+        target with its reason."""
+        target = next(t for t in self.targets if t.key == key)
+        server = self.servers.get(key)
+        if server is None:
+            return
+        try:
+            server.stop()
+            server = self._start_server(target)
+            budget, account = self.budgets.get(key), self.accounts.get(key)
+            if budget is not None:
+                budget.add(server.pid)
+            if account is not None and account.owned:
+                account.add(server.pid)
+        except (PolyperfError, OSError) as exc:
+            self.drop(key, f"restarting: {type(exc).__name__}: {exc}")
 
     def _prepare_cgroups(self) -> None:
         """Clears what a killed earlier run left, and decides where server CPU comes from (said once)."""
