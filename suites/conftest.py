@@ -26,7 +26,7 @@ def load_env(fleet, record, load_options, run_dir):
         seed=load_options.seed,
     )
     if load_options.auto_quota and fleet.budgets:
-        env.params["cpu_quota_auto"] = env.calibrate_cpu_quota()
+        env.add_params(cpu_quota_auto=env.calibrate_cpu_quota())
     return env
 
 

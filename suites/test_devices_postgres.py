@@ -166,7 +166,7 @@ def fleet(targets, database, load_options, run_dir):
 
 @pytest.fixture(scope="module")
 def runs(load_env, database, targets):
-    load_env.params.update(database.params)
+    load_env.add_params(**database.params)
     return PostRuns(load_env, database, {t.key: _table(t) for t in targets}, body=OHA_BODY)
 
 
@@ -236,7 +236,7 @@ def _record_seconds(env, target, m, repeat: int, options: dict) -> None:
     try:
         seconds = per_second(read_oha_requests(Path(m.load.extra["requests_db"])))
     except ValueError as exc:
-        env.problems.append(f"fixed_rate {target.key} (repeat {repeat}): {exc}")
+        env.note_problem(f"fixed_rate {target.key} (repeat {repeat}): {exc}")
         return
     common = {
         "implementation": target.name,
@@ -248,7 +248,7 @@ def _record_seconds(env, target, m, repeat: int, options: dict) -> None:
     params = {**env.params, **target.params, **options, "seconds": len(seconds)}
     ratio = spike_ratio(seconds)
     if ratio is None:
-        env.problems.append(f"fixed_rate {target.key} (repeat {repeat}): {len(seconds)} whole seconds, no spike ratio")
+        env.note_problem(f"fixed_rate {target.key} (repeat {repeat}): {len(seconds)} whole seconds, no spike ratio")
     else:
         env.record("p99_spike_ratio", ratio, "ratio", case="fixed_rate", params=params, **common)
     for second in seconds if repeat == 0 else ():
@@ -303,13 +303,13 @@ def test_restart(env, runs, plan, database, targets, run_dir, mode):
     if database.throwaway is None:
         add_note(run_dir, "devices_postgres restart cases: skipped, the database is the user's (--database-url)")
         pytest.skip("restarting PostgreSQL only on the throwaway cluster, never the user's server")
-    env.extra_pids.pop("db", None)  # the postmaster changes mid-run: its CPU is not measured here
+    env.stop_measuring("db")  # the postmaster changes mid-run: its CPU is not measured here
     try:
         for _repeat, target in env.interleave(1, [t for t in targets if t.params["pool_size"] == plan["pools"][0]]):
             _restart_case(env, runs, database, target, mode, plan["restart"])
     finally:
         runs.db.pid = database.throwaway.proc.pid
-        env.extra_pids["db"] = runs.db.pid
+        runs.measure_database()
 
 
 def _restart_case(env, runs, database, target, mode: str, spec: dict) -> None:
@@ -348,15 +348,15 @@ def _restart_case(env, runs, database, target, mode: str, spec: dict) -> None:
         raise out["error"]
     m, _check = out.get("run", (None, None))
     if m is None:
-        env.problems.append(f"{case} {target.key}: the load run did not complete")
+        env.note_problem(f"{case} {target.key}: the load run did not complete")
         return
     outage = parse_request_lines(probe.lines).outage(down, up)
     options = {"connections": 16, "rate": spec["rate"], "method": "POST", "body": json.dumps(OHA_BODY)}
     _record_outage(env, target, case, outage, m.load.failures + outage.errors, options)
     if outage.recovery_s == float("inf"):
-        env.problems.append(f"{case} {target.key}: no successful POST after PostgreSQL came back")
+        env.note_problem(f"{case} {target.key}: no successful POST after PostgreSQL came back")
     if outage.error_latency_max_s > DB_TIMEOUT_S + 1.5:
-        env.problems.append(f"{case} {target.key}: an error answer took {outage.error_latency_max_s:.2f}s")
+        env.note_problem(f"{case} {target.key}: an error answer took {outage.error_latency_max_s:.2f}s")
 
 
 def _record_outage(env, target, case, outage, errors, options) -> None:

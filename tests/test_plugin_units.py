@@ -346,7 +346,7 @@ def test_live_lines_suspend_the_capture_while_they_write():
 def _post_runs(cpus, shared, extra_cpu=None):
     runs = object.__new__(db_runs.PostRuns)  # no database: only the arithmetic of db_metrics is used
     runs.db = db_runs.Database("dsn", 1, cpus, shared)
-    runs.env = SimpleNamespace(**({"extra_cpu": extra_cpu} if extra_cpu is not None else {}))
+    runs.env = SimpleNamespace(extra_cpu=extra_cpu or {})
     return runs
 
 
@@ -486,8 +486,20 @@ class FakeTable:
         return len(self.rows)
 
 
+class EnvNamespace(SimpleNamespace):
+    """A stand-in LoadEnv's bookkeeping: the methods through which others change a LoadEnv."""
+
+    def note_problem(self, text):
+        self.problems.append(text)
+
+    def measure_also(self, name, pid, cpu=None):
+        self.extra_pids[name] = pid
+        if cpu is not None:
+            self.extra_cpu[name] = cpu
+
+
 def _db_env(writer):
-    return SimpleNamespace(
+    return EnvNamespace(
         problems=[],
         params={"server_cpus": "0"},
         client_cpus=[1],
@@ -586,7 +598,7 @@ class FakeProbe:
         return None
 
 
-class FakeLoadEnv:
+class FakeLoadEnv(EnvNamespace):
     """What PostRuns asks of a LoadEnv: its runs (answered with a fixed result) and its bookkeeping."""
 
     def __init__(self, writer, inserted: list, driver: str = "oha", extra: dict | None = None) -> None:
@@ -706,7 +718,7 @@ def counting(monkeypatch, tmp_path):
     FakeCountServer.started = []
     writer = SimpleNamespace(rows=[], write=lambda rows: writer.rows.extend(rows))
     fleet = SimpleNamespace(server_cpus=[0], workers=1, database_url=None, env={"A": "1"})
-    seen.env = SimpleNamespace(
+    seen.env = EnvNamespace(
         fleet=fleet, log_dir=tmp_path, problems=[], params={"server_cpus": "0"}, record=plugin.Recorder(writer, "s")
     )
     seen.writer = writer

@@ -164,7 +164,7 @@ def count_target(
         with server:
             by_case, note = _measure(server, target.path, plan, counter_port, env.log_dir)
     except PolyperfError as exc:
-        env.problems.append(f"{case} {target.key}: {exc}")
+        env.note_problem(f"{case} {target.key}: {exc}")
         return False
     run_params = {
         **env.params,

@@ -68,11 +68,13 @@ class PostRuns:
         self.body = dict(body)  # oha sends this one device with every request
         self.start = {key: DeviceTable(db.dsn, table).high_water() for key, table in self.tables.items()}
         self.totals: dict[str, list[int]] = {}  # target key -> [acknowledged, ambiguous] over every run
-        if db.pid is not None:
-            env.extra_pids["db"] = db.pid
-            counters = getattr(env, "extra_cpu", None)  # exact counters read at the driver's edges
-            if db.account is not None and counters is not None:
-                counters["db"] = db.account.usage_s
+        self.measure_database()
+
+    def measure_database(self) -> None:
+        """The database's process tree measured with every run where it runs here (its cgroup's exact counter,
+        where it has one, read at the driver's edges)."""
+        if self.db.pid is not None:
+            self.env.measure_also("db", self.db.pid, self.db.account.usage_s if self.db.account is not None else None)
 
     def table(self, target: Target) -> DeviceTable:
         return DeviceTable(self.db.dsn, self.tables[target.key])
@@ -198,7 +200,7 @@ class PostRuns:
         total[0] += check.acked
         total[1] += check.ambiguous
         if not check.ok:
-            self.env.problems.append(f"{case} {target.key} (repeat {repeat}): rows check failed: {check.describe()}")
+            self.env.note_problem(f"{case} {target.key} (repeat {repeat}): rows check failed: {check.describe()}")
         if not keep:
             return
         run_params = {
@@ -263,7 +265,7 @@ class PostRuns:
             usage.cpu_seconds, m.server.cpu_seconds, m.load.duration, cores=cores, shared=self.db.shared
         )
         # where PostgreSQL's CPU came from: its cgroup's counter at the driver's edges, or /proc samples
-        source = {"db_cpu_source": "cgroup" if "db" in getattr(self.env, "extra_cpu", {}) else "proc"}
+        source = {"db_cpu_source": "cgroup" if "db" in self.env.extra_cpu else "proc"}
         out += [
             ("db_cpu_s_per_request", usage.cpu_seconds / m.load.requests, "s", source),
             ("db_cpu_share", usage.cpu_seconds / m.load.duration / cores, "ratio", source),
