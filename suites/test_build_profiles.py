@@ -38,12 +38,18 @@ VARIANTS = MATRIX_LADDER
 SWEEP_VARIANTS = ("dev", "release", "release-lto")  # dev/release as a function of N, Cargo's and the article's
 MAIN_N = 120
 PATH = "/matrix-multiplication"
-TARGETS = [Target(f"actix_matrix:{v}", PATH, v, params={"n": MAIN_N}) for v in VARIANTS]
-SWEEP_TARGETS = [t for t in TARGETS if t.variant in SWEEP_VARIANTS]
 
 
 def body(n: int) -> str:
     return json.dumps({"n": n})
+
+
+def request(n: int) -> dict[str, str]:
+    return {"method": "POST", "body": body(n)}
+
+
+TARGETS = [Target(f"actix_matrix:{v}", PATH, v, params={"n": MAIN_N}, request=request(MAIN_N)) for v in VARIANTS]
+SWEEP_TARGETS = [t for t in TARGETS if t.variant in SWEEP_VARIANTS]
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +59,9 @@ def plan(profile):
         # the ladder gets more, as its single settings differ by a few percent on a noisy shared machine
         "repeats": profile.pick(smoke=2, quick=8, full=12),
         "sweep_repeats": profile.pick(smoke=2, quick=6, full=10),
+        # server processes per series: a process keeps one speed for its life (release vs 'R' read 1.05x in one
+        # run and 1.32x in the next), so the repeats are spread over three or more (a restart and warm-up each)
+        "processes": profile.pick(smoke=2, quick=3, full=6),
         "ceiling_s": profile.pick(smoke=0.4, quick=0.6, full=3.0),
         # one actix worker per server CPU: a few requests in flight keep it busy; more only queue (and drain)
         "connections": 8,
@@ -81,6 +90,15 @@ def builds(run_dir, record):
             rows.append(("build_cpu_seconds", result.cpu_seconds, "s", {"cached": result.cached}))
         record.many(rows, case="build", implementation="actix_matrix", variant=target.variant, params=settings)
     return results
+
+
+@pytest.fixture(scope="module")
+def load_options(load_options):
+    """The claims compare servers, so the server must be the limit: on 2 cores one oha core outpaces one actix
+    core at small N (every N = 4 release run was client-bound). A CPU budget by default, as in http_frameworks
+    (`--server-cpu-quota none` measures without one); with `auto` it is calibrated per matrix size, on the
+    request of that size (`_sized_budget`)."""
+    return load_options.budget_by_default()
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +162,12 @@ def test_multiply_alone(builds, plan, record, load_options, run_dir):
 
 
 def _ceilings(env, plan, targets, n: int, repeats: int) -> None:
-    for repeat, target in env.interleave(repeats, targets):
+    processes = min(repeats, plan["processes"])
+
+    def warm_up(target: Target) -> None:
+        env.oha(target, case="warmup", duration=0.2, connections=plan["connections"], keep=False, **request(n))
+
+    for repeat, target in env.interleave(repeats, targets, processes=processes, warm_up=warm_up):
         m = env.oha(
             target,
             case="ceiling",
@@ -164,11 +187,25 @@ def test_ceiling_ladder(env, plan):
     _ceilings(env, plan, TARGETS, MAIN_N, plan["repeats"])
 
 
-def test_ceiling_sweep(env, plan):
+def _sized_budget(env, load_options, n: int) -> None:
+    """Under `auto`, the budget for requests of size `n`: the largest at which the sweep's servers, not oha, are
+    the limit on that request (a request at N = 4 costs the server ~1/60 of one at N = 120, the client the same)."""
+    if load_options.auto_quota and env.fleet.budgets:
+        fraction = env.calibrate_cpu_quota(targets=SWEEP_TARGETS, request=request(n))
+        env.record("cpu_quota", fraction, "ratio", case="budget", implementation="actix_matrix", params={"n": n})
+
+
+def test_ceiling_sweep(env, plan, load_options):
     """dev, release and 'R' at the other matrix sizes: the dev/release ratio as a function of N."""
-    for n in plan["sizes"]:
-        if n != MAIN_N:
-            _ceilings(env, plan, SWEEP_TARGETS, n, plan["sweep_repeats"])
+    ladder_quota = env.fleet.cpu_quota
+    try:
+        for n in plan["sizes"]:
+            if n != MAIN_N:
+                _sized_budget(env, load_options, n)
+                _ceilings(env, plan, SWEEP_TARGETS, n, plan["sweep_repeats"])
+    finally:
+        if ladder_quota is not None:
+            env.fleet.set_cpu_quota(ladder_quota)
 
 
 def test_article_shape(env, plan):

@@ -29,7 +29,9 @@ class ListWriter:
 
 
 def _target(key: str) -> SimpleNamespace:
-    return SimpleNamespace(key=key, name=key.split(":")[0], variant="release", path="/p", params={"lang": "rust"})
+    return SimpleNamespace(
+        key=key, name=key.split(":")[0], variant="release", path="/p", params={"lang": "rust"}, request={}
+    )
 
 
 class FakeBudget:
@@ -261,3 +263,51 @@ def test_auto_quota_confirms_the_estimate_or_falls_back(lab):
     assert env.calibrate_cpu_quota(duration=0.5, steps=2) == 0.25
     assert fleet.quotas == [1.0, 0.7, 0.525, 0.25]  # 0.7 x (100 req/s / 5% of a core) / 2,000 req per CPU-s
     assert env.problems == ["--server-cpu-quota auto: no budget was confirmed in 2 steps; measured at 0.25 CPU instead"]
+
+
+def test_repeats_spread_over_server_processes_restart_and_warm_every_target(lab):
+    """processes=3 over 6 repeats: every target restarted before repeats 2 and 4 (a fresh process each block),
+    warmed up unrecorded, and the rows carry the process's number."""
+    fleet = FakeFleet(["a", "b"])
+    restarts: list[tuple[int, str]] = []
+    fleet.starts = {"a": 0, "b": 0}
+
+    def restart(key):
+        restarts.append((current[0], key))
+        fleet.starts[key] += 1
+
+    fleet.restart = restart
+    writer = ListWriter()
+    env, current, warmed = _env(fleet, writer), [0], []
+    for repeat, target in env.interleave(6, processes=3, warm_up=lambda t: warmed.append((current[0], t.key))):
+        current[0] = repeat
+        env.oha(target, case="c", duration=1.0, repeat=repeat)
+    assert sorted(restarts) == [(1, "a"), (1, "b"), (3, "a"), (3, "b")]  # before repeats 2 and 4
+    assert sorted(warmed) == sorted(restarts)
+    processes = {(r.repeat, r.params["server_process"]) for r in writer.rows if r.metric == "rps"}
+    assert processes == {(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (5, 2)}
+    restarts.clear()
+    assert len(list(env.interleave(4))) == 8 and restarts == []  # one process unless asked
+
+
+def test_a_restart_that_fails_is_a_problem_and_the_target_is_skipped(lab):
+    fleet = FakeFleet(["a", "b"])
+    fleet.starts = {}
+
+    def restart(key):
+        if key == "a":
+            fleet.drop(key, "restarting: ServerFailed: gone")
+
+    fleet.restart, fleet.failed = restart, {}
+    fleet.drop = lambda key, why: (fleet.servers.pop(key), fleet.failed.__setitem__(key, why))
+    env = _env(fleet)
+    visited = [(r, t.key) for r, t in env.interleave(2, processes=2, warm_up=lambda t: None)]
+    assert sorted(visited) == [(0, "a"), (0, "b"), (1, "b")]
+    assert env.problems == ["a: restarting: ServerFailed: gone"]
+
+
+def test_calibration_and_warm_ups_send_the_targets_own_request(lab):
+    fleet = FakeFleet(["a"])
+    fleet.targets[0].request = {"method": "POST", "body": '{"n": 4}'}
+    _env(fleet).calibrate(duration=1.0)
+    assert lab.driver[-1]["method"] == "POST" and lab.driver[-1]["body"] == '{"n": 4}'

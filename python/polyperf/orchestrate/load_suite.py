@@ -23,18 +23,15 @@ from polyperf.measure.sampler import Measurement, measure
 from polyperf.orchestrate.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
 from polyperf.record.recorder import Recorder
 from polyperf.record.rows import measurement_rows
-from polyperf.record.schema import PER_RUN_PARAMS
 from polyperf.serve.cpu_budget import ThrottleStats
 from polyperf.serve.drain import Quiet, wait_quiet
 from polyperf.serve.fleet import Fleet, Target
 
-__all__ = ["MAX_REQUESTS", "PER_RUN_PARAMS", "LoadEnv"]
+__all__ = ["MAX_REQUESTS", "LoadEnv"]
 
 MAX_REQUESTS = 50_000_000  # the safety bound of every run; durations are what end them
 QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run to measure the server
 T = TypeVar("T")
-# params that differ from one repeat of a series to the next (its place in the random order, a drain that ran
-# out of time): they describe a run, not the series, so comparisons key series without them
 
 
 def _proc_cpu(pid: int) -> Callable[[], float]:
@@ -143,7 +140,7 @@ class LoadEnv:
             elif warm_up is not None:
                 warm_up(target)
             else:
-                self.oha(target, case="warmup", duration=0.3, connections=16, keep=False)
+                self.oha(target, case="warmup", duration=0.3, connections=16, keep=False, **target.request)
 
     def order(self, items: Sequence[T]) -> list[T]:
         """`items` in a random order drawn from this environment's seeded generator (e.g. drivers per repeat)."""
@@ -288,15 +285,23 @@ class LoadEnv:
         ]
         return rows, quota_use >= QUOTA_BOUND
 
-    def calibrate_cpu_quota(self, *, duration: float = 0.5, steps: int = 3) -> float:
+    def calibrate_cpu_quota(
+        self,
+        *,
+        duration: float = 0.5,
+        steps: int = 3,
+        targets: Sequence[Target] | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> float:
         """`--server-cpu-quota auto`: the largest budget, the same for every server, at which one client run
         is no longer the limit. Estimate from an unthrottled probe of each server (client capacity per core it
         wanted / server requests per CPU-second, with a 30% margin), then confirm with a short run each, lowering by a
-        quarter up to `steps` times; falls back to 0.25 CPU and says so in `problems`."""
+        quarter up to `steps` times; falls back to 0.25 CPU and says so in `problems`. The probes send each target's
+        own `request` (or `request`, for every target); `targets` limits them (the budget is set for every server)."""
         self.fleet.set_cpu_quota(1.0)
         estimates = []
-        for _repeat, target in self.interleave(1):
-            m = self.oha(target, case="calibration", duration=duration, keep=False)
+        for _repeat, target in self.interleave(1, targets):
+            m = self.oha(target, case="calibration", duration=duration, keep=False, **(request or target.request))
             # the client's requests per core it wanted, not per core it got: on a machine busy with other work
             # it gets a share of its core, and a whole core's worth of requests will not come
             wanted = max(m.client_cpu_fraction, m.client_demand_fraction) if m is not None else 0.0
@@ -306,7 +311,7 @@ class LoadEnv:
         fraction = max(floor, min(1.0, math.floor(min(estimates, default=0.25) * 20) / 20))
         for _ in range(steps):
             self.fleet.set_cpu_quota(fraction)
-            if self._budget_binds(duration):
+            if self._budget_binds(duration, targets, request):
                 return fraction
             fraction = max(floor, round(fraction * 0.75, 3))
         self.fleet.set_cpu_quota(0.25)
@@ -315,11 +320,13 @@ class LoadEnv:
         )
         return 0.25
 
-    def _budget_binds(self, duration: float) -> bool:
-        for _repeat, target in self.interleave(1):
+    def _budget_binds(
+        self, duration: float, targets: Sequence[Target] | None, request: Mapping[str, Any] | None
+    ) -> bool:
+        for _repeat, target in self.interleave(1, targets):
             budget = self.fleet.budgets.get(target.key)
             before = budget.stats() if budget else None
-            m = self.oha(target, case="calibration", duration=duration, keep=False)
+            m = self.oha(target, case="calibration", duration=duration, keep=False, **(request or target.request))
             if m is None:
                 continue
             _rows, saturated = self._budget_rows(target, m, before)
@@ -343,7 +350,8 @@ class LoadEnv:
         warm-up (caches, pools, page faults) before recorded runs."""
         ceilings = {}
         for _repeat, target in self.interleave(1):
-            m = self.oha(target, case="calibration", duration=duration, connections=connections, keep=False)
+            options = {"connections": connections, **target.request}
+            m = self.oha(target, case="calibration", duration=duration, keep=False, **options)
             if m is not None:
                 ceilings[target.key] = m.load.rps
         return ceilings

@@ -39,6 +39,9 @@ class Target:
     args: tuple[str, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
     instance: str = ""  # tells apart servers whose rows differ only in params (e.g. document counts)
+    # driver options of the request itself (e.g. {"method": "POST", "body": ...}): what calibrations and warm-ups
+    # send, where a bare GET of `path` is not the work under test
+    request: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -44,9 +44,10 @@ ARTICLE_TABLE = (
 # Measured here: `actix_matrix bench` of one binary at N = 120 ran at ~610 or ~830 µs per call depending on the process
 # (with and without ASLR; VM placement or physical memory layout), so repeats on one long-lived server share its mode.
 PROCESS_NOTE = (
-    "Each variant is one server process for the whole run, and the multiply's speed varies from process to process "
-    "on some machines (here ~610 or ~830 µs per call at N = 120, process by process): served differences of a few "
-    "tens of percent between optimised builds can be that and need another run to confirm; the multiply alone, a "
+    "The multiply's speed varies from process to process on some machines (here ~610 or ~830 µs per call at "
+    "N = 120, process by process), so each variant's served repeats are spread over three or more server processes "
+    "(a restart and a warm-up each; the rows' `server_process`): with only three, served differences of a few tens "
+    "of percent between optimised builds can still be that and need another run to confirm; the multiply alone, a "
     "new process every round, compares their code generation."
 )
 # (case, metric): served throughput (higher is better) and the multiply alone (its thread's CPU time per call, lower
@@ -163,7 +164,10 @@ def _ratio_vs_n(table: pd.DataFrame) -> Figure | None:
     return Figure(
         "build_ratio_vs_n",
         "Release over dev as a function of the matrix size",
-        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat; capacity from the server's "
+        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat, each server under a CPU "
+        "budget calibrated for each N on that N's request where the client has no more cores than the server "
+        "(one oha core outpaces one actix core at small N: without it release is client-bound there); capacity "
+        "from the server's "
         "CPU per request (its cgroup's count) in every run; req/s only from runs the client did not limit, and "
         "below the capacity ratio wherever the faster server was not kept fully busy (by a one-core client, or "
         "by neighbours on a shared machine). Multiply alone: `actix_matrix bench` in the same binaries (no "
