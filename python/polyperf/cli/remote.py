@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from polyperf.record.recorder import Metric
+
 SUITE = "remote_load"
 
 
@@ -85,9 +87,9 @@ def _run(args: argparse.Namespace, log_dir: Path) -> Any:
     return run_oha(args.url, connections=args.connections, rate=args.rate, **common)
 
 
-def _rows(result: Any) -> list[tuple[str, float, str, dict[str, Any]]]:
+def _rows(result: Any) -> list[Metric]:
     """The client-side rows of one run (no server cost: the server may be on another host)."""
-    rows: list[tuple[str, float, str, dict[str, Any]]] = [
+    rows: list[Metric] = [
         ("rps", result.rps, "1/s", {}),
         ("requests", float(result.requests), "count", {}),
         ("errors", float(result.failures), "count", {}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from polyperf.build import build, get_app
 from polyperf.common.net import free_port
@@ -25,15 +25,23 @@ from polyperf.measure.counts import (
     read_alloc_counter,
     syscall_tracer,
 )
+from polyperf.record.recorder import Metric, Recorder
+from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.server import Server
 
-if TYPE_CHECKING:
-    from polyperf.orchestrate.load_suite import LoadEnv
-    from polyperf.serve.fleet import Target
+__all__ = ["CountEnv", "CountPlan", "count_target", "counting_spec", "io_rows", "maybe_io_counts", "window_io_rows"]
 
-__all__ = ["CountPlan", "count_target", "counting_spec", "io_rows", "maybe_io_counts", "window_io_rows"]
 
-Metric = tuple[str, float, str, dict[str, Any]]
+class CountEnv(Protocol):
+    """What a count needs of its load environment (a `LoadEnv`), named here so that this module does not import
+    the one that calls it."""
+
+    fleet: Fleet
+    log_dir: Path
+    params: dict[str, Any]
+    record: Recorder
+
+    def note_problem(self, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +145,7 @@ def _measure(
 
 
 def count_target(
-    env: LoadEnv,
+    env: CountEnv,
     target: Target,
     plan: CountPlan,
     *,
@@ -146,7 +154,7 @@ def count_target(
     params: Mapping[str, Any] | None = None,
 ) -> bool:
     """Counts `target` by `plan` and records the rows under `case`; False (with the reason in
-    `env.problems`) when the count could not be taken."""
+    the environment's problems) when the count could not be taken."""
     fleet = env.fleet
     counter_port = free_port()
     try:

@@ -26,6 +26,7 @@ from polyperf.measure.rows_check import (
 )
 from polyperf.measure.sampler import Measurement
 from polyperf.orchestrate.load_suite import LoadEnv
+from polyperf.record.recorder import Metric
 from polyperf.serve.cpu_account import CpuAccount
 from polyperf.serve.fleet import Target
 from polyperf.serve.postgres import ThrowawayPostgres
@@ -46,7 +47,7 @@ class Database:
     account: CpuAccount | None = None  # the throwaway cluster's own cgroup: its CPU counted exactly
 
 
-def check_metrics(check: RowsCheck) -> list[tuple[str, float, str, dict[str, Any]]]:
+def check_metrics(check: RowsCheck) -> list[Metric]:
     return [
         ("rows_acked", float(check.acked), "count", {}),
         ("rows_found", float(check.found), "count", {}),
@@ -241,12 +242,10 @@ class PostRuns:
             out[app] = (check, before)
         return out
 
-    def db_metrics(
-        self, m: Measurement, probe: ConnectionProbe | None, *, inserts: int = 0
-    ) -> list[tuple[str, float, str, dict]]:
+    def db_metrics(self, m: Measurement, probe: ConnectionProbe | None, *, inserts: int = 0) -> list[Metric]:
         """PostgreSQL's connections and memory (from the probe) and CPU (the sampler's `db` tree) over the run;
         per acknowledged insert, the app's CPU and PostgreSQL's side by side."""
-        out: list[tuple[str, float, str, dict]] = []
+        out: list[Metric] = []
         if probe is not None and probe.samples:
             out += [
                 ("db_connections_peak", float(probe.peak), "count", {}),

@@ -8,7 +8,11 @@ from typing import Any
 from polyperf.record.run_dir import RowWriter
 from polyperf.record.schema import Row
 
-__all__ = ["Recorder"]
+__all__ = ["Metric", "Recorder"]
+
+# One measured value before it becomes a row: (metric, value, unit, extra params). Stages hand lists of them to
+# `Recorder.many`; the metric's meaning is declared in `catalogue.py`.
+Metric = tuple[str, float, str, dict[str, Any]]
 
 
 class Recorder:
@@ -51,7 +55,7 @@ class Recorder:
             ]
         )
 
-    def many(self, metrics: Iterable[tuple[str, float, str, Mapping[str, Any]]], **common: Any) -> None:
+    def many(self, metrics: Iterable[Metric], **common: Any) -> None:
         """Several (metric, value, unit, extra params) with the same case/implementation/...; extra params
         are merged over `common["params"]`."""
         base = dict(common.pop("params", None) or {})

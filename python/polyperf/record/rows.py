@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from polyperf.build import BuildResult, get_app
 from polyperf.measure.sampler import Measurement
+from polyperf.record.recorder import Metric
 
 __all__ = ["build_rows", "measurement_rows"]
-
-Metric = tuple[str, float, str, dict[str, Any]]  # (metric, value, unit, extra params)
 
 
 def build_rows(result: BuildResult, *, suite: str = "build", case: str = "build") -> list[Metric]:

@@ -45,7 +45,7 @@ COLUMNS = [
     "client_bound",
     "params",
 ]
-# Data carries base units only; ms, k req/s and MB exist at render time (report/units.py).
+# Data carries base units only; ms, k req/s and MB exist at render time (common/units.py).
 BASE_UNITS = frozenset({"s", "bytes", "count", "1/s", "bytes/s", "ratio"})
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from polyperf.analyse.claims import per_repeat
 from polyperf.analyse.stats import summarize
+from polyperf.common.paths import suite_of
 from polyperf.common.units import format_value
 from polyperf.record.catalogue import current_metric, metric_info
 from polyperf.record.run_dir import JSONL, unreadable_lines, unreadable_note
@@ -58,7 +59,7 @@ def failed_tests(run_dir: Path) -> list[Flag]:
         match = _SUMMARY_LINE.match(_ANSI.sub("", line).strip())
         if match:
             what, test, reason = match.groups()
-            suite = Path(test.split("::")[0]).stem.removeprefix("test_")
+            suite = suite_of(test)
             detail = reason or ("test failed" if what == "FAILED" else "error outside the test (fixture or setup)")
             flags.append(Flag("failed", test, detail, suite))
     return flags
