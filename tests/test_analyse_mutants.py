@@ -310,7 +310,7 @@ def test_the_comparison_table_is_frozen_by_a_golden_file():
     assert to_markdown(table) + "\n" == golden
     changes = to_markdown(table, only_changes=True)
     assert changes + "\n" == "".join(line for line in golden.splitlines(keepends=True) if "no change" not in line)
-    assert table.attrs == {"run_a": "A", "run_b": "B", "alpha": 0.05}
+    assert table.attrs == {"run_a": "A", "run_b": "B", "alpha": 0.05, "family": "holm"}
     assert worst_regression(table) == pytest.approx(table.loc[table["case"] == "parse", "change"].item())
     assert to_markdown(table.iloc[0:0]) == "_no series to compare_"
     assert to_markdown(table[table["label"] == "no change"], only_changes=True) == "_no series changed_"

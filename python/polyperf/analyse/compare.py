@@ -1,10 +1,12 @@
-"""`polyperf compare RUN_A RUN_B`: each series' median change from run A to run B, judged as benchstat does.
+"""`polyperf compare RUN_A RUN_B`: each series' change from run A to run B, judged as benchstat does.
 
 Pure: two tidy tables in, one comparison table out (no I/O, no clocks). A Mann-Whitney U test (two-sided) decides
-whether a change is real; samples too few to ever reach `alpha` say so; the change's interval is the Hodges-Lehmann
-ratio's (`stats`); deterministic counts (syscalls, allocations, rows) are compared exactly, counts per request
-within a stated tolerance; `verdict_changes` lists the claims whose verdict moved. `to_markdown` and
-`compare_figure` present the table; `worst_regression` backs `--fail-on-regression`.
+whether a change is real, its p-values Holm-adjusted over the run's timed series as one family (`gate`); samples
+too few to ever reach `alpha` say so; the change and its interval come from one estimator, the Hodges-Lehmann ratio
+with its Moses interval (`stats`); deterministic counts (syscalls, allocations, rows) are compared exactly, counts
+per request within a stated tolerance; `verdict_changes` lists the claims whose verdict moved. `to_markdown` and
+`compare_figure` present the table; `gate.gate` decides `--fail-on-regression` (exact counts unless timings are
+asked for).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 from scipy.stats import mannwhitneyu
 
 from polyperf.analyse.claims import Claim, evaluate, load_claims, per_repeat
+from polyperf.analyse.gate import check_settings, holm
 from polyperf.analyse.stats import ratio
 from polyperf.common.units import format_value
 from polyperf.record.catalogue import MetricInfo, current_metric, metric_info
@@ -66,11 +69,15 @@ COLUMNS = [
     "change_low",
     "change_high",
     "p_value",
+    "p_adjusted",
     "label",
     "better",
     "client_bound",
     "client_bound_a",
     "client_bound_b",
+    "timed",
+    "gated",
+    "gateable",
 ]
 
 
@@ -130,15 +137,16 @@ def _identical_integers(values: np.ndarray) -> bool:
 
 
 def _change(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """B/A - 1 of the medians, with the 95% interval of the Hodges-Lehmann ratio (NaN where a side has values <= 0
-    or too few for an interval)."""
+    """B/A - 1 by the Hodges-Lehmann ratio (the median of all B/A ratios), with its own 95% Moses interval, so the
+    point always lies inside its interval. Where a side has values <= 0 no ratio estimator applies: the ratio of the
+    medians, without an interval."""
     med_a, med_b = float(np.median(a)), float(np.median(b))
     if med_a == 0:
         return (0.0 if med_b == 0 else math.nan), math.nan, math.nan
     if np.any(a <= 0) or np.any(b <= 0):
         return med_b / med_a - 1, math.nan, math.nan
     summary = ratio(b, a)
-    return med_b / med_a - 1, summary.low - 1, summary.high - 1
+    return summary.median - 1, summary.low - 1, summary.high - 1
 
 
 def _count_label(a: np.ndarray, b: np.ndarray, metric: str, unit: str, better: int) -> str:
@@ -173,10 +181,14 @@ def _label(a: np.ndarray, b: np.ndarray, metric: str, unit: str, better: int, al
     p_value = float(mannwhitneyu(b, a, alternative="two-sided").pvalue)
     if math.isnan(p_value) or p_value >= alpha:
         return "no change", p_value
+    return _direction_label(a, b, better), p_value
+
+
+def _direction_label(a: np.ndarray, b: np.ndarray, better: int) -> str:
     shift = np.sign(np.median(b) - np.median(a)) or np.sign(np.mean(b) - np.mean(a))
     if better == UNKNOWN or shift == 0:
-        return "changed", p_value
-    return ("improved" if shift == better else "regressed"), p_value
+        return "changed"
+    return "improved" if shift == better else "regressed"
 
 
 def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: tuple[bool, bool], alpha: float) -> dict[str, Any]:
@@ -192,10 +204,14 @@ def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: tuple[bool, bool], alp
         change_low=math.nan,
         change_high=math.nan,
         p_value=math.nan,
+        p_adjusted=math.nan,
         better={HIGHER: "higher", LOWER: "lower"}.get(better, ""),
         client_bound=bound[0] or bound[1],
         client_bound_a=bound[0],
         client_bound_b=bound[1],
+        timed=False,
+        gated=False,
+        gateable=_gateable(metric, unit),
     )
     if a.size == 0 or b.size == 0:
         row["label"] = "only in B" if a.size == 0 else "only in A"
@@ -204,9 +220,33 @@ def _row(key: tuple, a: np.ndarray, b: np.ndarray, bound: tuple[bool, bool], alp
     row.update(median_a=float(np.median(a)), median_b=float(np.median(b)))
     row["change"], row["change_low"], row["change_high"] = _change(a, b)
     row["label"], row["p_value"] = _label(a, b, metric, unit, better, alpha)
-    if math.isnan(row["p_value"]) and row["label"] != "too few samples":
+    counted = math.isnan(row["p_value"]) and row["label"] != "too few samples"
+    if counted:
         row["change_low"] = row["change_high"] = math.nan  # exact counts: no sampling error to bound
+    row["timed"], row["gated"] = not counted, counted and row["gateable"]
     return row
+
+
+def _gateable(metric: str, unit: str) -> bool:
+    """The catalogue's word on whether a gate may fail on this metric (diagnostics never); unknown metrics not."""
+    info = _catalogued(metric, unit)
+    return info is not None and info.gated
+
+
+def _family(out: pd.DataFrame, alpha: float, values: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Holm-adjusts the timed series' p-values as one family and labels each by its adjusted p-value (`values`:
+    each row's A and B repeats, in the rows' order)."""
+    out["p_adjusted"] = holm(out["p_value"].where(out["timed"].astype(bool)).tolist())
+    family = int(out["p_adjusted"].notna().sum())
+    for i in out.index[out["p_adjusted"].notna()]:
+        row = out.loc[i]
+        if row["p_adjusted"] >= alpha:
+            # even one sample wholly beyond the other could not reach alpha in a family this large
+            few = too_few_samples(int(row["n_a"]), int(row["n_b"]), alpha / family)
+            out.loc[i, "label"] = "too few samples" if few else "no change"
+        else:
+            a, b = values[i]
+            out.loc[i, "label"] = _direction_label(a, b, direction(row["metric"], row["unit"]))
 
 
 def _repeat_values(series: pd.DataFrame) -> np.ndarray:
@@ -216,10 +256,13 @@ def _repeat_values(series: pd.DataFrame) -> np.ndarray:
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per series (`KEY`) of either run: medians, change = median(B)/median(A) - 1 with its 95%
-    Hodges-Lehmann interval, the U test's p-value and a label from `LABELS`. `client_bound_a` / `_b` say whether a row
-    of the series was limited by the load generator in that run, and `client_bound` whether in either: such a series
-    says little about the server, and is never gated."""
+    """One row per series (`KEY`) of either run: medians, change = the Hodges-Lehmann ratio B/A - 1 with its 95%
+    interval, the U test's p-value and its Holm-adjusted value over the timed series, and a label from `LABELS`
+    (by the adjusted value). `client_bound_a` / `_b` say whether a row of the series was limited by the load
+    generator in that run, and `client_bound` whether in either: such a series says little about the server, and is
+    never gated. `timed`: judged by the test; `gated`: an exact count the gate fails on by default; `gateable`: a
+    metric the catalogue lets a gate fail on."""
+    check_settings(alpha, None)
     tidy_a, tidy_b = _tidy(a), _tidy(b)
     # one value per independent repeat: samples inside a repeat (criterion's, say) share its machine state
     values_a = {k: _repeat_values(g) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
@@ -227,18 +270,15 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.05) -> pd.Data
     bound_a = {k: bool(g["client_bound"].any()) for k, g in tidy_a.groupby(KEY, sort=False, dropna=False)}
     bound_b = {k: bool(g["client_bound"].any()) for k, g in tidy_b.groupby(KEY, sort=False, dropna=False)}
     empty = np.empty(0)
+    keys = sorted({*values_a, *values_b}, key=lambda k: tuple(map(str, k)))
+    sides = [(values_a.get(key, empty), values_b.get(key, empty)) for key in keys]
     rows = [
-        _row(
-            key,
-            values_a.get(key, empty),
-            values_b.get(key, empty),
-            (bound_a.get(key, False), bound_b.get(key, False)),
-            alpha,
-        )
-        for key in sorted({*values_a, *values_b}, key=lambda k: tuple(map(str, k)))
+        _row(key, a_values, b_values, (bound_a.get(key, False), bound_b.get(key, False)), alpha)
+        for key, (a_values, b_values) in zip(keys, sides, strict=True)
     ]
     out = pd.DataFrame(rows, columns=COLUMNS)
-    out.attrs.update(run_a=_run_id(a), run_b=_run_id(b), alpha=alpha)
+    _family(out, alpha, sides)
+    out.attrs.update(run_a=_run_id(a), run_b=_run_id(b), alpha=alpha, family="holm")
     return out
 
 
@@ -297,7 +337,7 @@ def to_markdown(df: pd.DataFrame, *, only_changes: bool = False) -> str:
                 f"[{_pct(lo)}, {_pct(hi)}]" if not math.isnan(lo) else ""
                 for lo, hi in zip(shown["change_low"], shown["change_high"], strict=True)
             ],
-            "p": shown["p_value"].map(lambda p: "" if math.isnan(p) else f"{p:.3g}"),
+            "p (Holm)": shown["p_adjusted"].map(lambda p: "" if math.isnan(p) else f"{p:.3g}"),
             "result": [f"**{label}**" if label in ("regressed", "differs") else label for label in shown["label"]],
         }
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -77,32 +78,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes, worst_regression
+    from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes
+    from polyperf.analyse.gate import DRIFT_NOTE, FAMILY_NOTE, check_settings, gate
     from polyperf.record import load_run, resolve_run
+    from polyperf.record.lines import valid_rows
 
+    try:
+        check_settings(args.alpha, args.fail_on_regression)
+    except ValueError as exc:
+        print(f"polyperf compare: {exc}", file=sys.stderr)
+        return 2
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
     frame_a, frame_b = load_run(run_a), load_run(run_b)
-    table = compare(frame_a, frame_b, alpha=args.alpha)
+    table = compare(valid_rows(frame_a), valid_rows(frame_b), alpha=args.alpha)  # a NaN row has no value to compare
     print(
-        f"polyperf compare: A = {run_a.name}, B = {run_b.name} (change = B/A - 1, 95% interval; "
-        f"Mann-Whitney U at alpha {args.alpha})\n"
+        f"polyperf compare: A = {run_a.name}, B = {run_b.name} (change = Hodges-Lehmann ratio B/A - 1 with its 95% "
+        f"interval; Mann-Whitney U at alpha {args.alpha}, {FAMILY_NOTE})\n"
     )
     print(to_markdown(table, only_changes=args.only_changes))
-    figure = Path(args.figure) if args.figure else run_b / f"compare-{run_a.name}.png"
-    compare_figure(table, figure)
-    print(f"\nfigure: {figure}")
+    if not table.empty:
+        figure = Path(args.figure) if args.figure else run_b / f"compare-{run_a.name}.png"
+        compare_figure(table, figure)
+        print(f"\nfigure: {figure}")
     if args.markdown:
         Path(args.markdown).write_text(to_markdown(table, only_changes=args.only_changes), encoding="utf-8")
-    moved = verdict_changes(frame_a, frame_b)
-    print(f"\nverdicts that changed: {len(moved)}")
-    for row in moved.itertuples():
-        print(f"  {row.claim} ({row.kind}): {row.verdict_a} -> {row.verdict_b}; B: {row.reason_b}")
-    worst = worst_regression(table)
-    if args.fail_on_regression is not None and worst * 100 > args.fail_on_regression:
-        print(
-            f"polyperf: a significant regression of {worst:.1%} exceeds {args.fail_on_regression:g}%", file=sys.stderr
-        )
-        return 1
+    if not frame_a.empty and not frame_b.empty:
+        moved = verdict_changes(frame_a, frame_b)
+        print(f"\nverdicts that changed: {len(moved)}")
+        for row in moved.itertuples():
+            print(f"  {row.claim} ({row.kind}): {row.verdict_a} -> {row.verdict_b}; B: {row.reason_b}")
+    if args.gate_timings:
+        print(f"polyperf compare: {DRIFT_NOTE}", file=sys.stderr)
+    threshold = args.fail_on_regression if args.fail_on_regression is not None else math.inf
+    result = gate(table, threshold, gate_timings=args.gate_timings)
+    if result.failed:
+        print(f"polyperf compare: {result.reason}", file=sys.stderr)
+        return result.exit_code
+    if args.fail_on_regression is not None:
+        print(f"polyperf compare: {result.reason}")
     return 0
 
 
@@ -182,11 +195,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="did B get faster or slower than A? per series, with intervals and a significance test",
         description="Compares two runs series by series (suite, case, implementation, variant, driver, metric, "
-        "params): the change of the median with the 95%% interval of the Hodges-Lehmann ratio, a Mann-Whitney U test "
-        "as benchstat does it (alpha 0.05; 'too few samples' when no verdict is possible), labelled improved / "
-        "regressed / no change; exact counts (syscalls, allocations, rows) compared exactly, counts per request "
-        "within 2%% or half a count; a series client-bound in either run is marked and never gated. Then the "
-        "claims whose verdict changed. Writes a figure.",
+        "params): the change as the Hodges-Lehmann ratio with its own 95%% interval, a Mann-Whitney U test as "
+        "benchstat does it (alpha 0.05; 'too few samples' when no verdict is possible) with the timed series' "
+        "p-values Holm-adjusted as one family, labelled improved / regressed / no change; exact counts (syscalls, "
+        "allocations, rows) compared exactly, counts per request within 2%% or half a count; a series client-bound "
+        "in either run is marked and never gated. Then the claims whose verdict changed. Writes a figure. "
+        "The gate (--fail-on-regression) fails on exact counts only, unless --gate-timings: two runs taken at "
+        "different times differ by more than the changes a gate looks for, which no test inside the runs can see; "
+        "for timings use `polyperf ab`. It fails closed: B with no series exits 2, B lacking any of A's series "
+        "exits 1.",
     )
     p.add_argument("run_a", metavar="RUN_A", help="the baseline run directory (or an output dir: its latest)")
     p.add_argument("run_b", metavar="RUN_B", help="the run to judge")
@@ -199,6 +216,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="PCT",
-        help="exit 1 when a significant regression is larger than PCT percent",
+        help="exit 1 when a significant regression of a gated series is larger than PCT percent (finite, >= 0)",
+    )
+    p.add_argument(
+        "--gate-timings",
+        action="store_true",
+        help="also gate timed series (primary metrics only); drift between the two runs is not controlled: "
+        "prefer `polyperf ab`",
     )
     p.set_defaults(func=_cmd_compare)

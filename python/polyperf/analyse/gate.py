@@ -1,0 +1,102 @@
+"""The gate of `polyperf compare` across two separate runs: what it may fail on, the family correction of its
+tests, and the checks that make it fail closed. Pure: tables in, decisions and one-line reasons out.
+
+Two runs taken at different times are not a paired sample: a shift that hits a whole run (a busier machine, another
+CPU frequency) is invisible to any test inside the runs. Simulated with 40 timed series, n = 6 a side, a 2% shift
+between runs made a 5% gate fail 84% of unchanged builds; on this project's own A/A runs 35% of timed series were
+labelled changed. So by default the gate fails only on exact counts (syscalls, allocations, rows: the catalogue's
+`exact` metrics and counts per request), which a run reproduces. Timings are gated only when asked, with that said,
+and `polyperf ab` (both revisions interleaved in one session) is the gate for timings.
+
+Timed series are one family: their U-test p-values are adjusted by Holm's step-down method, which keeps the chance
+of any false "changed" among them at or below alpha (family-wise), without assuming independence between series.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "DRIFT_NOTE",
+    "FAMILY_NOTE",
+    "GateResult",
+    "check_settings",
+    "gate",
+    "holm",
+]
+
+FAMILY_NOTE = "timed series tested as one family: Holm-adjusted Mann-Whitney p-values, family-wise error <= alpha"
+DRIFT_NOTE = (
+    "timings are gated across two separate runs: drift between runs (machine load, CPU frequency) is not "
+    "controlled, and a shift of 2% between runs fails a 5% gate on most unchanged builds; for timings use "
+    "`polyperf ab BASE HEAD`, which measures both revisions interleaved in one session"
+)
+
+
+def check_settings(alpha: float, threshold_pct: float | None) -> None:
+    """Refuses settings that would switch the gate off or turn it around (ValueError, one line)."""
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"--alpha must lie in (0, 1), got {alpha}")
+    if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
+        raise ValueError(f"--fail-on-regression must be a finite percentage >= 0, got {threshold_pct}")
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (NaN stays NaN and is not counted in the family)."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, math.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    m = tested.size
+    order = tested[np.argsort(p[tested], kind="stable")]
+    running = 0.0
+    for i, index in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[index]))  # monotone: never below an earlier step
+        out[index] = running
+    return out
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """`failed`: the exit should be non-zero; `reason`: one line saying why (or what passed)."""
+
+    failed: bool
+    reason: str
+    exit_code: int = 0
+
+
+def _worst(gated: pd.DataFrame) -> tuple[float, str]:
+    regressed = gated[gated["label"] == "regressed"]
+    if regressed.empty:
+        return 0.0, ""
+    sign = regressed["better"].map({"lower": 1.0, "higher": -1.0})
+    worse = regressed["change"].fillna(math.inf) * sign
+    at = worse.idxmax()
+    row = regressed.loc[at]
+    return float(max(0.0, worse.max())), f"{row['suite']}/{row['case']} {row['metric']}"
+
+
+def gate(table: pd.DataFrame, threshold_pct: float, *, gate_timings: bool = False) -> GateResult:
+    """Fails closed: a run B with no series, or lacking any series that A has (another suite, a crashed case), fails
+    (exit 2 for no data at all, else 1). Otherwise fails when a gated series regressed by more than the threshold."""
+    if table.empty or not (table["n_b"] > 0).any():
+        return GateResult(True, "B holds no series to compare: the gate fails closed", 2)
+    if not (table["n_a"] > 0).any():
+        return GateResult(True, "A holds no series to compare against: the gate fails closed", 2)
+    missing = table[table["label"] == "only in A"]
+    if not missing.empty:
+        first = missing.iloc[0]
+        example = f"{first['suite']}/{first['case']} {first['metric']}"
+        return GateResult(True, f"B lacks {len(missing)} of A's series (e.g. {example}): the gate fails closed", 1)
+    eligible = table["gated"].astype(bool)
+    if gate_timings:
+        eligible |= table["timed"].astype(bool) & table["gateable"].astype(bool)
+    worst, where = _worst(table[eligible & ~table["client_bound"].astype(bool)])
+    if worst * 100 > threshold_pct:
+        return GateResult(True, f"a significant regression of {worst:.1%} in {where} exceeds {threshold_pct:g}%", 1)
+    what = "exact counts and timings" if gate_timings else "exact counts"
+    return GateResult(False, f"no regression beyond {threshold_pct:g}% in the gated series ({what})")

@@ -1,0 +1,136 @@
+"""The gate of `polyperf compare` fails closed and gates timings only when asked; timed series are one family (Holm);
+the change and its interval come from one estimator."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from polyperf.analyse.compare import compare
+from polyperf.analyse.gate import holm
+from polyperf.cli import main
+from polyperf.record.run_dir import RowWriter, new_run_dir
+from polyperf.record.schema import Row, as_frame
+
+
+def _run(tmp_path, name: str, *, slow: float = 1.0, syscalls: int = 9, suite: str = "io_buffering", seed: int = 0):
+    run_dir = new_run_dir(tmp_path / name)
+    rng = np.random.default_rng(seed)
+    rows = [
+        Row(suite, "parse", "rust", "buffered", "seconds", 0.01 * slow * rng.lognormal(0, 0.01), "s", repeat)
+        for repeat in range(8)
+    ]
+    rows += [Row(suite, "parse", "rust", "buffered", "read_syscalls", syscalls, "count", r) for r in range(3)]
+    RowWriter(run_dir).write(rows)
+    return str(run_dir)
+
+
+def _gate(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["compare", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_an_unchanged_run_passes_and_says_what_was_gated(tmp_path, capsys):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", seed=1)
+    code, out, _ = _gate(capsys, a, b, "--fail-on-regression", "0")
+    assert code == 0 and "no regression beyond 0% in the gated series (exact counts)" in out
+
+
+def test_timings_are_not_gated_unless_asked_and_then_the_drift_is_named(tmp_path, capsys):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", slow=1.5, seed=1)
+    assert _gate(capsys, a, b, "--fail-on-regression", "10")[0] == 0
+    code, _, err = _gate(capsys, a, b, "--fail-on-regression", "10", "--gate-timings")
+    assert code == 1
+    assert "drift between runs" in err and "polyperf ab" in err and "regression of" in err
+
+
+def test_one_syscall_more_fails_the_default_gate(tmp_path, capsys):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", syscalls=10, seed=1)
+    code, _, err = _gate(capsys, a, b, "--fail-on-regression", "0")
+    assert code == 1 and "read_syscalls" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", ["", "garbage\n{not json\n"])
+def test_a_b_with_no_series_fails_closed(tmp_path, capsys, content):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b")
+    (tmp_path / "b").joinpath("x").exists()
+    jsonl = next((tmp_path / "b" / "runs").iterdir()) / "results.jsonl"
+    jsonl.write_text(content, encoding="utf-8")
+    code, _, err = _gate(capsys, a, b, "--fail-on-regression", "0")
+    assert code == 2 and "B holds no series" in err and "Traceback" not in err
+
+
+def test_a_b_that_ran_another_suite_fails_closed(tmp_path, capsys):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", suite="bson")
+    code, _, err = _gate(capsys, a, b, "--fail-on-regression", "0")
+    assert code == 1 and "B lacks 2 of A's series" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--alpha", "-1", "--alpha must lie in (0, 1)"),
+        ("--alpha", "0", "--alpha must lie in (0, 1)"),
+        ("--alpha", "1", "--alpha must lie in (0, 1)"),
+        ("--alpha", "nan", "--alpha must lie in (0, 1)"),
+        ("--fail-on-regression", "nan", "finite percentage >= 0"),
+        ("--fail-on-regression", "inf", "finite percentage >= 0"),
+        ("--fail-on-regression", "-5", "finite percentage >= 0"),
+    ],
+)
+def test_settings_that_switch_the_gate_off_or_turn_it_around_are_refused(tmp_path, capsys, option, value, message):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b")
+    code, _, err = _gate(capsys, a, b, option, value)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_holm_against_a_worked_example():
+    adjusted = holm([0.01, 0.04, 0.03, 0.005, math.nan])
+    assert adjusted[:4] == pytest.approx([0.03, 0.06, 0.06, 0.02]) and math.isnan(adjusted[4])
+
+
+def _family(seed: int, series: int, shifted: int, n: int = 10) -> tuple[list[dict], list[dict]]:
+    rng = np.random.default_rng(seed)
+    rows_a, rows_b = [], []
+    for s in range(series):
+        factor = 1.3 if s < shifted else 1.0
+        for side, rows, f in (("A", rows_a, 1.0), ("B", rows_b, factor)):
+            for repeat, v in enumerate(rng.lognormal(0, 0.05, n)):
+                rows.append(dict(run_id=side, suite="x", case=f"c{s}", implementation="", variant="", driver="",
+                                 metric="seconds", value=0.01 * f * v, unit="s", repeat=repeat, client_bound=False,
+                                 params={}))  # fmt: skip
+    return rows_a, rows_b
+
+
+def test_the_family_keeps_unchanged_series_from_being_flagged():
+    """40 unchanged series, n = 10 a side: alone at 5%, about two would be flagged per run; as a family, few runs
+    flag any. One series 30% slower is still found."""
+    flagged_alone = flagged_family = 0
+    for seed in range(20):
+        table = compare(*(as_frame(rows) for rows in _family(seed, 41, 1)))
+        unchanged = table[table["case"] != "c0"]
+        flagged_alone += int((unchanged["p_value"] < 0.05).sum())
+        flagged_family += int(unchanged["label"].isin(["regressed", "improved"]).sum())
+        assert table.loc[table["case"] == "c0", "label"].item() == "regressed"
+        assert (table["p_adjusted"] >= table["p_value"]).all()
+    assert flagged_alone >= 10 and flagged_family <= 2
+
+
+def test_the_change_lies_inside_its_own_interval():
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        rows_a, rows_b = _family(int(rng.integers(1 << 30)), 1, 0)
+        skew = rng.exponential(0.2, 10)
+        for row, extra in zip(rows_b, skew, strict=True):
+            row["value"] *= 1 + extra  # one skewed side: a ratio of medians can fall outside the HL interval
+        row = compare(as_frame(rows_a), as_frame(rows_b)).iloc[0]
+        assert row.change_low <= row.change <= row.change_high, row
+
+
+def test_a_family_too_large_for_its_samples_says_so():
+    """n = 6 a side: the smallest p-value is 2 / C(12, 6) = 0.0022; in a family of 41 no series can reach 5%."""
+    table = compare(*(as_frame(rows) for rows in _family(3, 41, 1, n=6)))
+    assert set(table["label"]) == {"too few samples"}
