@@ -15,6 +15,7 @@ import pytest
 
 from polyperf.analyse import claims as claims_mod
 from polyperf.analyse import compare as compare_mod
+from polyperf.analyse import judge as judge_mod
 from polyperf.analyse import stats
 from polyperf.analyse.claims import Claim, Verdict, evaluate, load_claims
 from polyperf.analyse.compare import (
@@ -64,66 +65,30 @@ def test_every_empty_or_non_positive_input_is_refused_by_name():
 
 def test_minimum_sizes_of_the_ratio_intervals():
     assert min_pairs() == 6 and min_pairs(0.99) == 8
-    assert unpaired_has_interval(4, 4) and not unpaired_has_interval(3, 4) and not unpaired_has_interval(4, 3)
-    assert unpaired_has_interval(1, 50) and unpaired_has_interval(50, 1)  # C(51, 1) = 51 orderings
+    assert unpaired_has_interval(7, 7) and not unpaired_has_interval(6, 7) and not unpaired_has_interval(7, 6)
     assert not unpaired_has_interval(0, 100) and not unpaired_has_interval(100, 0)
+    assert stats._per_side_tail(0.95) == pytest.approx((1 - math.sqrt(0.95)) / 2)
 
 
-def test_paired_ratio_is_hodges_lehmann_of_the_log_ratios_with_the_signed_rank_interval():
+def test_paired_ratio_is_the_median_of_the_log_ratios_with_the_sign_test_interval():
     num = [2.0, 3.0, 5.0, 7.0, 11.0, 13.0, 17.0, 19.0]
     den = [1.0, 2.0, 2.0, 3.0, 5.0, 5.0, 7.0, 8.0]
-    d = np.log(num) - np.log(den)
-    walsh = np.sort([(a + b) / 2 for a, b in itertools.combinations_with_replacement(d, 2)])
-    k = 4  # the signed-rank critical value for 8 pairs at 95% is 3 (tables): the 4th Walsh average from each end
-    assert stats._paired_rank(8, 0.95) == k
+    d = np.sort(np.log(num) - np.log(den))
+    k = 1  # 8 pairs at 95%: P(Bin(8, 1/2) <= 0) = 0.0039 <= 0.025 < P(<= 1) = 0.035, so [d_(1), d_(8)]
+    assert stats._median_rank(8, 0.95) == k
     _same(
         ratio(num, den, paired=True),
-        Summary(
-            float(np.exp(np.median(walsh))),
-            float(np.exp(walsh[k - 1])),
-            float(np.exp(walsh[-k])),
-            8,
-            stats.METHOD_PAIRED,
-            6,
-        ),
+        Summary(float(np.exp(np.median(d))), float(np.exp(d[k - 1])), float(np.exp(d[-k])), 8, stats.METHOD_PAIRED, 6),
     )
     few = ratio(num[:5], den[:5], paired=True)
-    assert (
-        math.isnan(few.low) and math.isnan(few.high) and (few.n, few.min_n, few.method) == (5, 6, stats.METHOD_PAIRED)
-    )
-    assert few.median == pytest.approx(
-        float(
-            np.exp(
-                np.median(
-                    walsh[:0]
-                    if False
-                    else np.sort([(a + b) / 2 for a, b in itertools.combinations_with_replacement(d[:5], 2)])
-                )
-            )
-        )
-    )
+    assert math.isnan(few.low) and (few.n, few.min_n, few.method) == (5, 6, stats.METHOD_PAIRED)
+    assert few.median == pytest.approx(float(np.exp(np.median(np.log(num[:5]) - np.log(den[:5])))))
+    assert few.p_above(1.0) == pytest.approx(0.5**5)  # no ratio at or below 1 among 5: the sign test's smallest p
 
 
 def test_unpaired_ratio_below_its_minimum_keeps_the_estimate_and_the_smaller_n():
-    few = ratio([2.0, 4.0, 8.0, 16.0], [1.0, 2.0, 4.0])  # C(7, 3) = 35 orderings: none as rare as 2.5%
-    _same(few, Summary(2.0**1.5, math.nan, math.nan, 3, stats.METHOD_UNPAIRED, 4))
-
-
-@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
-def test_normal_approximations_above_the_exact_limit_agree_with_the_exact_distributions(level):
-    n = stats._EXACT_PAIRS + 1
-    exact_paired = stats._critical_rank(stats._signed_rank_cdf(n), level)
-    assert abs(stats._paired_rank(n, level) - exact_paired) <= max(1, 0.01 * exact_paired)  # the ranks, not
-    # their tail probabilities, are compared: 1% of the rank is far finer than any wrong mean or variance
-    m = stats._EXACT_CELLS // 8 + 1
-    exact_unpaired = stats._critical_rank(stats._mann_whitney_cdf(m, 8), level)
-    assert abs(stats._unpaired_rank(m, 8, level) - exact_unpaired) <= max(1, 0.03 * exact_unpaired)  # unbalanced:
-    # the approximation is coarser there
-    side = math.isqrt(stats._EXACT_CELLS) + 1
-    exact_square = stats._critical_rank(stats._mann_whitney_cdf(side, side), level)
-    assert abs(stats._unpaired_rank(side, side, level) - exact_square) <= max(1, 0.01 * exact_square)
-    assert stats._normal_rank(100.0, 10.0, 0.95) == math.floor(100 - 1.959963984540054 * 10 + 0.5)
-    assert stats._normal_rank(1.0, 10.0, 0.95) == 0
+    few = ratio([2.0, 4.0, 8.0, 16.0], [1.0, 2.0, 4.0])
+    _same(few, Summary(math.sqrt(32.0) / 2.0, math.nan, math.nan, 3, stats.METHOD_UNPAIRED, 7))
 
 
 # --- claims: the registry format and a verdict's record --------------------------------------------------
@@ -163,7 +128,7 @@ def test_a_claims_file_loads_with_its_defaults(tmp_path):
     ("extra", "message"),
     [
         ('colour = "red"', "unknown field(s) colour (known: "),
-        ('kind = "guess"', "kind must be one of claim, check, not 'guess'"),
+        ('kind = "guess"', "kind must be one of claim, check, derived, not 'guess'"),
     ],
 )
 def test_a_claims_file_with_a_bad_field_is_refused_in_one_line(tmp_path, extra, message):
@@ -231,7 +196,25 @@ def test_a_verdict_record_has_every_field(tmp_path):
         "unit": "x",
         "rule": "within ×1.5 of 2",
         "source": "article",
+        "direction": None,
+        "size": None,
+        "size_ratio": None,
+        "size_ci_low": None,
+        "size_ci_high": None,
+        "margin": None,
+        "margin_abs": None,
+        "headline": "reproduced",
+        "p_values": {},
+        "p_adjusted": {},
+        "family": None,
     }
+    sized = Verdict(claim, "reproduced", measured, "r", size="as published", headline="h").as_record()
+    assert (sized["size_ratio"], sized["size_ci_low"], sized["size_ci_high"], sized["headline"]) == (
+        1.0,
+        0.75,
+        1.25,
+        "h",
+    )
     exact = Verdict(claim, "reproduced", Summary(3.0, 3.0, 3.0, 2, stats.METHOD_EXACT, 1), "r").as_record()
     assert exact["level"] is None and (exact["ci_low"], exact["ci_high"], exact["noise_floor"]) == (3.0, 3.0, None)
     none = Verdict(claim, "inconclusive", Summary(2.0, math.nan, math.nan, 3), "r", noise_floor=math.inf).as_record()
@@ -325,73 +308,78 @@ def _entry(rule: dict, **kw) -> Claim:
 
 
 def test_each_rule_in_words_and_its_bounds():
-    assert claims_mod._bounds(_entry({"kind": "within_factor", "factor": 2}, published=2_009_108.0)) == (
-        1_004_554.0,
-        4_018_216.0,
-        "reproduced if the interval lies within 1e+06–4.02e+06 (2,009,108 ÷/× 2)",
+    text = claims_mod._rule_text
+    assert text(_entry({"kind": "within_factor", "factor": 2}, published=2_009_108.0)) == (
+        "reproduced if the interval lies within 1,004,554–4,018,216 (2,009,108 ÷/× 2)"
     )
-    assert claims_mod._bounds(_entry({"kind": "within_abs", "tolerance": 0.5, "center": 3, "why": "rounding"})) == (
-        2.5,
-        3.5,
-        "reproduced if the interval lies within 2.5–3.5 (3 ± 0.5); rounding",
+    assert text(_entry({"kind": "within_abs", "tolerance": 0.5, "center": 3, "why": "rounding"})) == (
+        "reproduced if the interval lies within 2.5–3.5 (3 ± 0.5); rounding"
     )
-    assert claims_mod._bounds(_entry({"kind": "less_than", "threshold": 1})) == (
-        -math.inf,
-        1.0,
-        "reproduced if the whole interval is below 1",
+    assert (
+        text(_entry({"kind": "less_than", "threshold": 1})) == "direction: reproduced if the whole interval is below 1"
     )
-    assert claims_mod._bounds(_entry({"kind": "greater_than", "threshold": 1.25})) == (
-        1.25,
-        math.inf,
-        "reproduced if the whole interval is above 1.25",
+    assert text(_entry({"kind": "greater_than", "threshold": 1.25}, published=2.0, margin=1.25)) == (
+        "direction: reproduced if the whole interval is above 1.25; size: as published within 1.6–2.5 (2 ÷/× 1.25)"
     )
-    assert claims_mod._num(2.0) == "2" and claims_mod._num(1234.5678) == "1.23e+03" and claims_mod._num(0.5) == "0.5"
+    assert judge_mod.band_of({"kind": "within_abs", "tolerance": 0.5}, 3.0) == (2.5, 3.5)
+    assert judge_mod.direction_of({"kind": "less_than", "threshold": 1}) == (1.0, "below")
+    assert judge_mod.size_band(10.0, None, 11.0, {"kind": "less_than"}) == (-1.0, 21.0)
+    assert judge_mod.size_band(None, 2.0, None, {"kind": "less_than"}) is None
+    assert judge_mod.num(2.0) == "2" and judge_mod.num(1234.5678) == "1.23e+03" and judge_mod.num(0.5) == "0.5"
+
+
+def _parts(rule: dict, m: Summary, size=None, center=None):
+    parts, floor = judge_mod.judge_parts(m, rule, center, size, 0.01)
+    return {k: (p.outcome, p.reason) for k, p in parts.items()}, floor
 
 
 def test_exact_counts_are_judged_on_every_repeat():
-    within = _entry({"kind": "within_abs", "tolerance": 0, "center": 4})
+    within = {"kind": "within_abs", "tolerance": 0, "center": 4}
     agree = Summary(4.0, 4.0, 4.0, 3, stats.METHOD_EXACT, 1)
-    assert claims_mod._judge(within, agree) == ("reproduced", "every repeat (n = 3) counted 4, judged exactly", 0.0)
-    off = Summary(5.0, 5.0, 5.0, 3, stats.METHOD_EXACT, 1)
-    assert claims_mod._judge(within, off)[0] == "not reproduced"
-    below = Summary(3.0, 3.0, 3.0, 3, stats.METHOD_EXACT, 1)
-    assert claims_mod._judge(within, below)[0] == "not reproduced"
-    mixed = Summary(4.0, 4.0, 5.0, 3, stats.METHOD_EXACT, 1)
-    assert claims_mod._judge(within, mixed) == (
-        "inconclusive",
-        "repeats disagree: every repeat (n = 3) counted 4–5, judged exactly",
+    assert _parts(within, agree, center=4.0) == (
+        {"band": ("inside", "every repeat (n = 3) counted 4, judged exactly")},
         0.0,
     )
+    assert _parts(within, Summary(5.0, 5.0, 5.0, 3, stats.METHOD_EXACT, 1), center=4.0)[0]["band"][0] == "above"
+    assert _parts(within, Summary(3.0, 3.0, 3.0, 3, stats.METHOD_EXACT, 1), center=4.0)[0]["band"][0] == "below"
+    mixed = Summary(4.0, 4.0, 5.0, 3, stats.METHOD_EXACT, 1)
+    assert _parts(within, mixed, center=4.0)[0]["band"] == (
+        "inconclusive",
+        "repeats disagree: every repeat (n = 3) counted 4–5, judged exactly",
+    )
+    more = {"kind": "greater_than", "threshold": 1.0}
+    counts = Summary(7.4, 7.4, 7.5, 2, stats.METHOD_EXACT, 1)
+    parts, _ = _parts(more, counts, size=(5.0, 7.0))
+    assert (parts["direction"][0], parts["size"][0]) == ("reproduced", "larger")
 
 
 def test_sampled_measurements_against_a_rule():
-    rule = _entry({"kind": "within_factor", "factor": 2.0}, published=10.0)  # accepts 5..20
-    few = Summary(10.0, math.nan, math.nan, 2, stats.METHOD_UNPAIRED, 4)
-    assert claims_mod._judge(rule, few) == ("inconclusive", "too few samples (n = 2; needs ≥ 4 per side)", None)
+    rule = {"kind": "within_factor", "factor": 2.0}  # accepts 5..20
+    few = Summary(10.0, math.nan, math.nan, 2, stats.METHOD_UNPAIRED, 7)
+    assert _parts(rule, few, center=10.0) == (
+        {"band": ("inconclusive", "too few samples (n = 2; needs ≥ 7 per side)")},
+        None,
+    )
     three = Summary(10.0, 9.0, 11.0, 2, stats.METHOD_MEDIAN, 1)
-    assert claims_mod._judge(rule, three) == ("inconclusive", "too few samples (n = 2; needs ≥ 3)", None)
-    inside = Summary(10.0, 9.0, 11.0, 6, stats.METHOD_MEDIAN, 6)
-    verdict, reason, floor = claims_mod._judge(rule, inside)
-    assert (verdict, floor) == ("reproduced", pytest.approx(0.1111111))
-    assert reason == f"95% interval 9–11 (n = 6, {stats.METHOD_MEDIAN}) lies where the rule accepts"
-    outside = Summary(40.0, 38.0, 42.0, 6, stats.METHOD_MEDIAN, 6)
-    assert claims_mod._judge(rule, outside)[:2] == (
-        "not reproduced",
-        f"95% interval 38–42 (n = 6, {stats.METHOD_MEDIAN}) lies where the rule rejects",
+    assert _parts(rule, three, center=10.0)[0]["band"] == ("inconclusive", "too few samples (n = 2; needs ≥ 3)")
+    inside = summarize([9.0, 9.5, 9.8, 10.0, 10.2, 10.5, 11.0])
+    parts, floor = _parts(rule, inside, center=10.0)
+    assert parts["band"] == ("inside", f"95% interval 9–11 (n = 7, {stats.METHOD_MEDIAN}) lies inside the band 5–20")
+    assert floor == pytest.approx(0.1111111)
+    outside = summarize([38.0, 39.0, 40.0, 40.0, 41.0, 42.0])
+    assert _parts(rule, outside, center=10.0)[0]["band"][0] == "above"
+    assert _parts(rule, summarize([1.9, 2.0, 2.0, 2.05, 2.1, 2.1]), center=10.0)[0]["band"][0] == "below"
+    across = summarize([12.0, 15.0, 18.0, 18.0, 25.0, 30.0])  # a bound inside the interval is within its noise
+    assert _parts(rule, across, center=10.0)[0]["band"] == ("inconclusive", "within this run's noise (±66.7%) of 20")
+    signed = summarize([-1.0, -0.5, 0.2, 0.8, 0.9, 1.0])  # a bound at 0 has no relative distance
+    assert _parts({"kind": "less_than", "threshold": 0}, signed)[0]["direction"][0] == "inconclusive"
+    near = summarize([20.0, 20.05, 20.1, 20.1, 20.15, 20.2])
+    assert _parts(rule, near, center=10.0) == (
+        {"band": ("inconclusive", "within this run's noise (±1.0%) of 20")},
+        0.01,
     )
-    low = Summary(2.0, 1.9, 2.1, 6, stats.METHOD_MEDIAN, 6)
-    assert claims_mod._judge(rule, low)[0] == "not reproduced"
-    across = Summary(18.0, 12.0, 30.0, 6, stats.METHOD_MEDIAN, 6)  # a bound inside the interval is within its noise
-    assert claims_mod._judge(rule, across)[:2] == ("inconclusive", "within this run's noise (±66.7%) of 20")
-    signed = Summary(0.5, -1.0, 1.0, 6, stats.METHOD_MEDIAN, 6)  # a bound at 0 has no relative distance
-    assert claims_mod._judge(_entry({"kind": "less_than", "threshold": 0}), signed)[:2] == (
-        "inconclusive",
-        f"95% interval -1–1 (n = 6, {stats.METHOD_MEDIAN}) straddles a bound of the rule",
-    )
-    near = Summary(20.1, 20.0, 20.2, 6, stats.METHOD_MEDIAN, 6)
-    assert claims_mod._judge(rule, near) == ("inconclusive", "within this run's noise (±1.0%) of 20", 0.01)
-    zero = Summary(0.0, -1.0, 1.0, 6, stats.METHOD_MEDIAN, 6)  # no relative width: the entry's own floor
-    assert claims_mod._judge(_entry({"kind": "less_than", "threshold": 5}), zero)[::2] == ("reproduced", 0.01)
+    opposite = summarize([2.0, 2.1, 2.2, 2.3, 2.4, 2.5])
+    assert _parts({"kind": "less_than", "threshold": 1}, opposite)[0]["direction"][0] == "opposite"
 
 
 def test_why_an_entry_measured_nothing():

@@ -12,22 +12,30 @@ How a verdict is reached, so that a careful reader can redo it:
 4. The noise floor is the smallest relative difference this run could resolve: the interval's half-width, and
    never less than the entry's `min_effect` (criterion's noise threshold is 1%). An estimate within the floor of
    a boundary of the rule is "inconclusive (within this run's noise)", never decided.
-5. "reproduced" when the whole interval lies where the rule accepts, "not reproduced" when it lies wholly where
-   the rule rejects, else "inconclusive".
+5. Two parts (`analyse.judge`): the direction the entry claims (reproduced / opposite / inconclusive), and, where
+   the article published a figure, the size: measured ÷ published, "as published" inside the entry's equivalence
+   margin, "larger" / "smaller" wholly outside it, else inconclusive. An entry that claims a value, not a direction
+   (a within_* rule), is judged inside / outside its band.
+6. One family per run: every part that was tested (exact counts are not) enters one family, controlled together
+   (`analyse.family`, Benjamini-Hochberg at a 5% false discovery rate unless told otherwise); an outcome decided by
+   its own interval but not after the family's adjustment is "inconclusive", and says so.
+The verdict (stable: reproduced / not reproduced / inconclusive / not measured) is the direction, or the band for an
+entry without one; `headline` says both parts in words: "reproduced, 5.6x larger than published (63.5x vs 11.43x)".
 """
 
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from polyperf.analyse.family import Family, adjust
+from polyperf.analyse.judge import MIN_REPEATS, Part, band_of, direction_of, judge_parts, num, size_band, tested_part
 from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, summarize
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 from polyperf.record.catalogue import metric_info
@@ -48,10 +56,11 @@ __all__ = [
 
 CLAIMS_FILE = Path(__file__).with_name("claims.toml")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not measured")
-KINDS = ("claim", "check")
+# derived: polyperf's restatement of an article's claim, in a quantity the article did not measure
+KINDS = ("claim", "check", "derived")
 RULES = ("within_factor", "within_abs", "less_than", "greater_than")
 DEFAULT_MIN_EFFECT = 0.01
-MIN_REPEATS = 3  # below this no verdict is decided, whatever a method's interval would allow
+__all__ += ["MIN_REPEATS"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,13 @@ class Claim:
     kind: str = "claim"
     min_effect: float = DEFAULT_MIN_EFFECT
     requires: str = ""  # an optional tool without which the entry cannot be measured (e.g. "wrk")
+    margin: float | None = None  # size "as published" within published ÷/× margin
+    margin_abs: float | None = None  # ... or within published ± margin_abs, in the entry's unit
+
+    @property
+    def size_band(self) -> tuple[float, float] | None:
+        """The values the size part calls "as published"; None without a published figure (direction only)."""
+        return size_band(self.published, self.margin, self.margin_abs, self.rule)
 
     @property
     def center(self) -> float | None:
@@ -97,10 +113,26 @@ class Verdict:
     noise_floor: float | None = None
     n_numerator: int | None = None
     n_denominator: int | None = None
+    direction: str | None = None  # reproduced / opposite / inconclusive; None where no direction is claimed
+    size: str | None = None  # as published / larger / smaller / inconclusive; None without a published figure
+    headline: str = ""  # both parts in words
+    parts: Mapping[str, Part] = field(default_factory=dict)  # "direction" or "band", and "size"
+    adjusted: Mapping[str, float] = field(default_factory=dict)  # each tested part's p-value after the family's
+    family: Family | None = None
+
+    @property
+    def size_ratio(self) -> tuple[float, float, float] | None:
+        """measured ÷ published: (estimate, interval low, interval high); NaN bounds without an interval."""
+        m, published = self.measured, self.claim.published
+        if m is None or self.size is None or not published or published <= 0:
+            return None
+        low, high = (m.low, m.high) if m.has_interval else (math.nan, math.nan)
+        return m.median / published, low / published, high / published
 
     def as_record(self) -> dict[str, Any]:
         m = self.measured
         interval = m is not None and m.has_interval
+        size_ratio = self.size_ratio or (None, None, None)
 
         def number(value: float | None) -> float | None:
             return None if value is None or not math.isfinite(value) else float(value)
@@ -126,6 +158,17 @@ class Verdict:
             "unit": self.claim.unit,
             "rule": self.rule_text,
             "source": self.claim.source,
+            "direction": self.direction,
+            "size": self.size,
+            "size_ratio": number(size_ratio[0]),
+            "size_ci_low": number(size_ratio[1]),
+            "size_ci_high": number(size_ratio[2]),
+            "margin": self.claim.margin,
+            "margin_abs": self.claim.margin_abs,
+            "headline": self.headline or self.verdict,
+            "p_values": {k: number(p.p_value) for k, p in self.parts.items() if not math.isnan(p.p_value)},
+            "p_adjusted": {k: number(v) for k, v in self.adjusted.items()},
+            "family": self.family.as_record() if self.family else None,
         }
 
 
@@ -156,17 +199,27 @@ def _claim(entry: Mapping[str, Any], where: str) -> Claim:
     needs = {"within_factor": "factor", "within_abs": "tolerance"}.get(kind, "threshold")
     if needs not in claim.rule:
         raise ValueError(f"{name}: a {kind} rule needs rule.{needs}")
+    _check_margin(claim, name)
     return claim
+
+
+def _check_margin(claim: Claim, name: str) -> None:
+    if claim.margin is not None and claim.margin_abs is not None:
+        raise ValueError(f"{name}: give `margin` (a factor) or `margin_abs` (in the entry's unit), not both")
+    if claim.margin is not None and not claim.margin > 1:
+        raise ValueError(f"{name}: margin is a factor above 1 (1.25 = within 25% of the published figure)")
+    if claim.margin_abs is not None and not claim.margin_abs >= 0:
+        raise ValueError(f"{name}: margin_abs must be 0 or more")
+    # a published figure without a margin (files written before sizes were judged) still loads: its size is not
+    # judged; every built-in entry with a published figure has one (tests/test_claims.py)
 
 
 def load_claims(path: Path | str = CLAIMS_FILE) -> list[Claim]:
     """Entries of a claims file (`[[claims]]` tables); a user's file has the same format as the built-in one."""
+    from polyperf.analyse.claims_file import read_claims_file  # every key and value checked, errors in one line
+
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"claims file {path}: not valid TOML: {exc}") from None
-    entries = data.get("claims", [])
+    entries = read_claims_file(path, known=_FIELDS)
     claims = [_claim(entry, f"claims file {path}") for entry in entries]
     ids = [c.id for c in claims]
     doubled = sorted({i for i in ids if ids.count(i) > 1})
@@ -281,101 +334,133 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
     return _Measured(summary, "", len(a), len(b))
 
 
-def _num(value: float) -> str:
-    """Whole numbers with thousands separators (2,009,108), others to 3 significant digits: for people."""
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.3g}"
-
-
-def _bounds(claim: Claim) -> tuple[float, float, str]:
-    """(lowest, highest accepted value, the rule in words)."""
-    rule, kind = claim.rule, claim.rule["kind"]
-    if kind == "within_factor":
-        f, c = float(rule["factor"]), claim.center or 0.0
-        lo, hi = c / f, c * f
-        text = f"reproduced if the interval lies within {lo:.3g}–{hi:.3g} ({_num(c)} ÷/× {f:g})"
-    elif kind == "within_abs":
-        tol, c = float(rule["tolerance"]), claim.center or 0.0
-        lo, hi = c - tol, c + tol
-        text = f"reproduced if the interval lies within {_num(lo)}–{_num(hi)} ({_num(c)} ± {_num(tol)})"
+def _rule_text(claim: Claim) -> str:
+    """The rule in words: the direction or band, then what counts as the published size."""
+    rule = claim.rule
+    direction, band = direction_of(rule), band_of(rule, claim.center)
+    if direction is not None:
+        threshold, side = direction
+        text = f"direction: reproduced if the whole interval is {side} {num(threshold)}"
     else:
-        t = float(rule["threshold"])
-        lo, hi = (-math.inf, t) if kind == "less_than" else (t, math.inf)
-        text = f"reproduced if the whole interval is {'below' if kind == 'less_than' else 'above'} {_num(t)}"
+        lo, hi = band or (math.nan, math.nan)
+        factor = rule["kind"] == "within_factor"
+        how = f"÷/× {float(rule['factor']):g}" if factor else f"± {num(float(rule['tolerance']))}"
+        text = f"reproduced if the interval lies within {num(lo)}–{num(hi)} ({num(claim.center or 0.0)} {how})"
+    size = claim.size_band
+    if size is not None and not (band is not None and "center" not in rule):
+        how = f"÷/× {claim.margin:g}" if claim.margin else f"± {num(claim.margin_abs or 0.0)}"
+        text += f"; size: as published within {num(size[0])}–{num(size[1])} ({num(claim.published or 0.0)} {how})"
     if rule.get("why"):
         text += f"; {rule['why']}"
-    return lo, hi, text
+    return text
 
 
-def _interval_text(m: Summary) -> str:
-    return f"{_num(m.low)}–{_num(m.high)}" if m.low != m.high else _num(m.low)
+def _figure(value: float, unit: str, digits: int = 3) -> str:
+    """A number for a headline: `63.5x`, `2,009,109 syscalls`, `0.0123 s`."""
+    if unit == "x":
+        return f"{value:.{digits}g}x"
+    text = f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 100 else f"{value:.{digits}g}"
+    return f"{text} {unit}"
 
 
-def _judge_exact(m: Summary, lo: float, hi: float) -> tuple[str, str]:
-    where = f"every repeat (n = {m.n}) counted {_interval_text(m)}, judged exactly"
-    if lo <= m.low and m.high <= hi:
-        return "reproduced", where
-    if m.high < lo or m.low > hi:
-        return "not reproduced", where
-    return "inconclusive", f"repeats disagree: {where}"
+def _size_words(v: Verdict) -> str:
+    c, m, ratio_ = v.claim, v.measured, v.size_ratio
+    if m is None or v.size is None or c.published is None:
+        return ""
+    if c.unit == "x":
+        both = f"({_figure(m.median, c.unit)} vs {_figure(c.published, c.unit, 6)})"
+    else:
+        both = f"({_figure(m.median, c.unit).removesuffix(' ' + c.unit)} vs {_figure(c.published, c.unit, 6)})"
+    if v.size in ("larger", "smaller") and ratio_ is not None and ratio_[0] > 0:
+        factor = ratio_[0] if v.size == "larger" else 1 / ratio_[0]
+        return f"{factor:.2g}x {v.size} than published {both}"
+    if v.size == "as published":
+        return f"as published {both}"
+    return f"size inconclusive {both}"
 
 
-def _judge(claim: Claim, m: Summary) -> tuple[str, str, float | None]:
-    """(verdict, reason, noise floor) of a measurement against the claim's rule."""
-    lo, hi, _ = _bounds(claim)
-    if m.method == EXACT:
-        verdict, reason = _judge_exact(m, lo, hi)
-        return verdict, reason, 0.0
-    if not m.has_interval or m.n < MIN_REPEATS:
-        need = max(m.min_n, MIN_REPEATS)
-        per = " per side" if m.method.startswith("Hodges-Lehmann ratio,") else ""
-        return "inconclusive", f"too few samples (n = {m.n}; needs ≥ {need}{per})", None
-    floor = claim.min_effect if math.isnan(m.spread) else max(m.spread, claim.min_effect)
-    for boundary in (lo, hi):
-        near = math.isfinite(boundary) and boundary > 0 and m.median > 0
-        if near and abs(math.log(m.median / boundary)) <= math.log1p(floor):
-            return "inconclusive", f"within this run's noise (±{floor:.1%}) of {_num(boundary)}", floor
-    interval = f"{LEVEL:.0%} interval {_interval_text(m)} (n = {m.n}, {m.method})"
-    if lo <= m.low and m.high <= hi:
-        return "reproduced", f"{interval} lies where the rule accepts", floor
-    if m.high < lo or m.low > hi:
-        return "not reproduced", f"{interval} lies where the rule rejects", floor
-    return "inconclusive", f"{interval} straddles a bound of the rule", floor
+def _headline(v: Verdict) -> str:
+    """ "reproduced, 5.6x larger than published (63.5x vs 11.43x)"; the band's verdict where no direction is claimed."""
+    if v.measured is None:
+        return v.verdict
+    if v.direction is not None:
+        head = {"opposite": "opposite direction"}.get(v.direction, v.direction)
+    else:
+        head = v.verdict
+        if "center" not in v.claim.rule and v.size is not None:  # the band is the published size itself
+            return f"{head}: {_size_words(v)}"
+    size = _size_words(v)
+    return f"{head}, {size}" if size else f"{head} ({_figure(v.measured.median, v.claim.unit)})"
 
 
-def evaluate(frame: pd.DataFrame, claims: Iterable[Claim] | None = None) -> list[Verdict]:
-    """A verdict for every entry (those whose suite did not run are "not measured")."""
-    verdicts = []
+_VERDICT_OF = {"reproduced": "reproduced", "inside": "reproduced", "inconclusive": "inconclusive"}
+_VERDICT_OF |= dict.fromkeys(("opposite", "above", "below"), "not reproduced")
+
+
+def _family(
+    judged: list[tuple[Claim, _Measured, dict[str, Part], float | None]], method: str, rate: float
+) -> tuple[Family, list[dict[str, float]]]:
+    """Adjusts every tested part of the run together; returns the family and each entry's adjusted p-values."""
+    keys = [(i, name) for i, (_, _, parts, _) in enumerate(judged) for name, part in parts.items()]
+    pvalues = [judged[i][2][name].p_value for i, name in keys]
+    adjusted = adjust(pvalues, method)
+    family = Family(sum(not math.isnan(p) for p in pvalues), method, rate)
+    out: list[dict[str, float]] = [{} for _ in judged]
+    for (i, name), p in zip(keys, adjusted, strict=True):
+        if not math.isnan(p):
+            out[i][name] = p
+    return family, out
+
+
+def evaluate(
+    frame: pd.DataFrame, claims: Iterable[Claim] | None = None, *, family: str = "bh", rate: float = 0.05
+) -> list[Verdict]:
+    """A verdict for every entry (those whose suite did not run are "not measured"); the tested parts of all of
+    them form one family, controlled by `family` ("bh" or "holm") at `rate`."""
+    judged = []
     for claim in claims if claims is not None else load_claims():
-        _, _, rule_text = _bounds(claim)
         measured = _measure(frame, claim)
-        if measured.summary is None:
-            verdict = "inconclusive" if measured.unjudgeable else "not measured"
-            verdicts.append(
-                Verdict(
-                    claim,
-                    verdict,
-                    None,
-                    rule_text,
-                    measured.missing,
-                    n_numerator=measured.n_numerator,
-                    n_denominator=measured.n_denominator,
-                )
-            )
-            continue
-        verdict, reason, floor = _judge(claim, measured.summary)
-        verdicts.append(
-            Verdict(
-                claim,
-                verdict,
-                measured.summary,
-                rule_text,
-                reason,
-                floor,
-                measured.n_numerator,
-                measured.n_denominator,
-            )
-        )
+        parts: dict[str, Part] = {}
+        floor = None
+        if measured.summary is not None:
+            parts, floor = judge_parts(measured.summary, claim.rule, claim.center, claim.size_band, claim.min_effect)
+        judged.append((claim, measured, parts, floor))
+    fam, adjusted = _family(judged, family, rate)
+    verdicts = []
+    for (claim, measured, parts, floor), adj in zip(judged, adjusted, strict=True):
+        short = f"{fam.name} over {fam.tests} tests"
+        parts = {k: tested_part(p, adj.get(k, math.nan), short, rate) for k, p in parts.items()}
+        verdicts.append(_verdict(claim, measured, parts, floor, adj, fam))
     return verdicts
+
+
+def _verdict(
+    claim: Claim, measured: _Measured, parts: dict[str, Part], floor: float | None, adj: dict[str, float], fam: Family
+) -> Verdict:
+    n_sides = {"n_numerator": measured.n_numerator, "n_denominator": measured.n_denominator}
+    if measured.summary is None:
+        verdict = "inconclusive" if measured.unjudgeable else "not measured"
+        return Verdict(claim, verdict, None, _rule_text(claim), measured.missing, **n_sides, headline=verdict)
+    main = parts.get("direction") or parts["band"]
+    size = parts.get("size")
+    reason = main.reason
+    if size is not None and size.reason != main.reason:
+        reason += f"; size: {size.reason}"
+    v = Verdict(
+        claim,
+        _VERDICT_OF[main.outcome],
+        measured.summary,
+        _rule_text(claim),
+        reason,
+        floor,
+        **n_sides,
+        direction=parts["direction"].outcome if "direction" in parts else None,
+        size=size.outcome if size is not None else None,
+        parts=parts,
+        adjusted=adj,
+        family=fam,
+    )
+    return replace(v, headline=_headline(v))
 
 
 def verdict_table(verdicts: Iterable[Verdict]) -> pd.DataFrame:

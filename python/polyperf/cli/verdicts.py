@@ -12,22 +12,31 @@ from pathlib import Path
 VERDICTS_HELP = """\
 Every entry of a claims file selects rows of the run and states a rule. The rows are summarised to one value per
 independent repeat (load run or benchmark round); a ratio of paired repeats joins them by repeat. The estimate
-carries a distribution-free 95% interval: order statistics for a median (n >= 6), Hodges-Lehmann with the exact
-rank interval for a ratio (paired: n >= 6 pairs; unpaired: 4 + 4 repeats). Below that n there is no interval and
-the verdict is "inconclusive: too few samples". Exact counts (unit count, whole numbers) are judged on every
-repeat, at any n. An estimate within the noise floor (the interval's half-width, at least the entry's min_effect)
-of a bound of the rule is "inconclusive". Otherwise: reproduced / not reproduced when the whole interval lies on
-one side.
+carries a distribution-free 95% interval: order statistics for a median (n >= 6); for a paired ratio the median of
+per-repeat ratios with the sign-test interval (n >= 6 pairs); for an unpaired ratio the ratio of medians, each
+side's interval at 97.5% (7 + 7 repeats). Below that n there is no interval and the verdict is "inconclusive: too
+few samples". Exact counts (unit count, whole numbers) are judged on every repeat, at any n. An estimate within the
+noise floor (the interval's half-width, at least the entry's min_effect) of a bound is never decided.
+
+A verdict has two parts. Direction (rule less_than / greater_than): reproduced / opposite / inconclusive. Size
+(an entry with a published figure): measured / published with its interval, "as published" inside the entry's
+margin, "larger" / "smaller" wholly outside it, else inconclusive. An entry that claims a value (rule within_*) is
+judged inside / outside its band. `verdict` stays one of reproduced / not reproduced / inconclusive / not measured
+(the direction, or the band); `headline` says both parts: "reproduced, 5.6x larger than published (63.5x vs 11.43x)".
+Every tested part of the run forms one family, controlled together (--family: Benjamini-Hochberg at a 5% false
+discovery rate by default, or Holm's family-wise error rate): an outcome its own interval decides but the family's
+adjustment does not is "inconclusive", and says so. Exact counts are not tests and not in the family.
 
 A claims file is TOML, one [[claims]] table per entry (the built-in one is python/polyperf/analyse/claims.toml):
 
   [[claims]]
   id = "mine.unbuffered_slower"
-  kind = "claim"                  # or "check": your own expectation rather than a published claim
+  kind = "claim"                  # "check": your own expectation; "derived": your restatement of a claim
   suite = "io_buffering"
   source = "who said it, where"
   statement = "unbuffered parsing is slower than buffered"
   published = 11.43               # the published figure; leave out for a direction-only claim
+  margin = 2.0                    # size "as published" within 11.43 ÷/× 2 (or margin_abs = 1.5, in the unit)
   unit = "x"
   measure = "ratio"               # or "value": the median of the selected rows
   metric = "seconds"
@@ -50,7 +59,8 @@ def _fmt(value: float | None) -> str:
 
 def _text(records: list[dict]) -> str:
     lines = []
-    for kind, title in (("claim", "Claims"), ("check", "Checks (polyperf's own expectations)")):
+    titles = (("claim", "Claims"), ("derived", "Derived (polyperf's restatements of a claim)"), ("check", "Checks"))
+    for kind, title in titles:
         chosen = [r for r in records if r["kind"] == kind]
         if not chosen:
             continue
@@ -60,7 +70,7 @@ def _text(records: list[dict]) -> str:
             floor = "exact" if r["noise_floor"] == 0 else f"±{r['noise_floor']:.1%}" if r["noise_floor"] else "–"
             lines.append(
                 f"  {r['verdict']:<15} {r['claim']}: {_fmt(r['measured'])} {interval} n={r['n']} floor {floor}"
-                f"\n  {'':<15} {r['reason']}"
+                f"\n  {'':<15} {r['headline']}\n  {'':<15} {r['reason']}"
             )
     return "\n".join(lines) if lines else "no entries"
 
@@ -81,12 +91,15 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     else:
         suites = set(table["suite"].dropna()) if "suite" in table else set()
         entries = [c for c in load_claims() if c.suite in suites]
-    records = [v.as_record() for v in evaluate(table, entries)]
+    verdicts = evaluate(table, entries, family=args.family)
+    records = [v.as_record() for v in verdicts]
     if args.json:
         json.dump(records, sys.stdout, indent=2, ensure_ascii=False)
         print()
     else:
         print(f"polyperf verdicts: {run_dir}")
+        if verdicts and verdicts[0].family is not None:
+            print(f"Family: {verdicts[0].family.describe()}.")
         print(_text(records))
     return 0
 
@@ -109,7 +122,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print a JSON list, one object per entry: claim, suite, kind, verdict, reason, measured, ci_low, "
-        "ci_high (null without an interval), n, noise_floor, method, published, rule, ...",
+        help="print a JSON list, one object per entry: claim, suite, kind, verdict, headline, direction, size, "
+        "size_ratio, size_ci_low, size_ci_high, reason, measured, ci_low, ci_high (null without an interval), n, "
+        "noise_floor, method, published, rule, p_values, p_adjusted, family (tests, method, error, rate), ...",
+    )
+    p.add_argument(
+        "--family",
+        choices=("bh", "holm"),
+        default="bh",
+        help="how the run's tests are controlled together: bh (Benjamini-Hochberg, false discovery rate 5%%; "
+        "default) or holm (family-wise error rate 5%%)",
     )
     p.set_defaults(func=_cmd_verdicts)

@@ -135,6 +135,7 @@ def write_report(run: str | os.PathLike[str]) -> Path:
         "notes": NOTES,
         "verdicts": verdict_rows(verdicts),
         "counts": verdict_counts(verdicts),
+        "family": verdicts[0].family.describe() if verdicts and verdicts[0].family else "",
         # what needs reading first; noisy series (many in a smoke run of few repeats) fold away under it
         "flags": _flags_table([f for f in flags if f.kind != "noisy"]),
         "noisy": _flags_table([f for f in flags if f.kind == "noisy"]),

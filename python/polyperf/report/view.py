@@ -51,6 +51,10 @@ class VerdictRow:
     kind: str = "claim"  # "claim" (an article said it) or "check" (polyperf's own expectation)
     reason: str = ""  # why this verdict: the interval and method, too few samples, within the noise, not measured
     noise: str = ""  # the smallest difference this run could resolve, "±4.2%"; "exact" for counts
+    direction: str = ""  # reproduced / opposite / inconclusive; empty where no direction is claimed
+    size: str = ""  # as published / larger / smaller / inconclusive; empty without a published figure
+    size_ratio: str = ""  # "3.7× (2.1 – 5.2×) of published"
+    verdict_text: str = ""  # the headline: "reproduced, 3.7x larger than published (42.8x vs 11.43x)"
 
 
 @dataclass(frozen=True)
@@ -138,10 +142,22 @@ def _noise(v: Verdict) -> str:
     return "" if v.noise_floor is None else f"±{v.noise_floor:.1%}"
 
 
+def _size_ratio(v: Verdict) -> str:
+    """measured ÷ published with its interval: `3.7× (2.1 – 5.2×) of published`."""
+    r = v.size_ratio
+    if r is None:
+        return ""
+    interval = f" ({r[1]:.3g} – {r[2]:.3g}×)" if math.isfinite(r[1]) and r[1] != r[2] else ""
+    return f"{r[0]:.3g}×{interval} of published"
+
+
+_KIND_ORDER = {"claim": 0, "derived": 1, "check": 2}
+
+
 def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
-    """Claims first, then checks, each in registry order."""
+    """Claims first, then polyperf's restatements (derived), then checks, each in registry order."""
     rows = []
-    for v in sorted(verdicts, key=lambda v: v.claim.kind != "claim"):
+    for v in sorted(verdicts, key=lambda v: _KIND_ORDER.get(v.claim.kind, 3)):
         c, m = v.claim, v.measured
         interval = claim_interval(m.low, m.high, m.n, c.unit) if m is not None and m.has_interval else ""
         if m is not None and m.method == EXACT:
@@ -164,6 +180,10 @@ def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
                 kind=c.kind,
                 reason=_plain_numbers(v.reason),
                 noise=_noise(v),
+                direction=v.direction or "",
+                size=v.size or "",
+                size_ratio=_size_ratio(v),
+                verdict_text=v.headline or v.verdict,
             )
         )
     return rows

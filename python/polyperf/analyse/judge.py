@@ -1,0 +1,198 @@
+"""A measurement against one registry entry, in two parts: the direction the entry claims, and the size against the
+published figure. Pure: a `Summary` and the entry's rule in, the parts (each with its test's p-value) out.
+
+- Direction (rule less_than / greater_than): "reproduced" when the whole interval lies on the claimed side of the
+  threshold, "opposite" when it lies wholly on the other, else "inconclusive".
+- Size (an entry with a published figure): measured ÷ published with its interval; "as published" when the interval
+  lies inside the entry's equivalence margin (`margin`, a factor, or `margin_abs`, in the entry's unit; a within_*
+  rule centred on the published figure is its own margin), "larger" / "smaller" when it lies wholly outside, else
+  "inconclusive".
+- Band (rule within_factor / within_abs): "inside" / "above" / "below" the rule's band; the verdict of an entry that
+  claims a value rather than a direction (a syscall count, generators that agree).
+An estimate within the noise floor (the interval's half-width, at least `min_effect`) of a boundary is never decided.
+Each decided outcome carries the two-sided p-value of its test, the one whose inversion is the interval, so that the
+run's outcomes can be controlled together (`analyse.family`); exact counts are judged on every repeat, not tested.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from polyperf.analyse.stats import LEVEL, METHOD_EXACT, Summary
+
+__all__ = ["Part", "band_of", "direction_of", "judge_parts", "size_band", "tested_part"]
+
+ALPHA = 1 - LEVEL
+MIN_REPEATS = 3  # below this no verdict is decided, whatever a method's interval would allow
+
+
+@dataclass(frozen=True)
+class Part:
+    """One judged question: its outcome, why, and the two-sided p-value of its test (NaN when nothing was tested:
+    exact counts, too few samples). `decided_by_interval` keeps what the interval alone said, before the family."""
+
+    outcome: str
+    reason: str
+    p_value: float = math.nan
+    decided_by_interval: bool = False
+
+
+def num(value: float) -> str:
+    """Whole numbers with thousands separators (2,009,108), others to 3 significant digits: for people."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.3g}"
+
+
+def direction_of(rule: dict[str, Any]) -> tuple[float, str] | None:
+    """(threshold, "above" | "below") of a direction rule; None for a band rule."""
+    kind = rule["kind"]
+    if kind not in ("less_than", "greater_than"):
+        return None
+    return float(rule["threshold"]), "above" if kind == "greater_than" else "below"
+
+
+def band_of(rule: dict[str, Any], center: float | None) -> tuple[float, float] | None:
+    """(low, high) accepted by a within_* rule; None for a direction rule."""
+    kind = rule["kind"]
+    if kind == "within_factor":
+        f, c = float(rule["factor"]), center or 0.0
+        return c / f, c * f
+    if kind == "within_abs":
+        t, c = float(rule["tolerance"]), center or 0.0
+        return c - t, c + t
+    return None
+
+
+def size_band(
+    published: float | None, margin: float | None, margin_abs: float | None, rule: dict[str, Any]
+) -> tuple[float, float] | None:
+    """The values "as published" covers: published ÷/× margin, published ± margin_abs, or a within_* band centred
+    on the published figure; None without a published figure or a margin."""
+    if published is None:
+        return None
+    if margin is not None:
+        return published / margin, published * margin
+    if margin_abs is not None:
+        return published - margin_abs, published + margin_abs
+    if "center" not in rule:
+        return band_of(rule, published)
+    return None
+
+
+def _near(m: Summary, boundary: float, floor: float) -> bool:
+    if not (math.isfinite(boundary) and boundary > 0 and m.median > 0):
+        return False
+    return abs(math.log(m.median / boundary)) <= math.log1p(floor)
+
+
+def _past(m: Summary, threshold: float, side: str) -> tuple[bool, float]:
+    """(whether the estimand is shown `side` of threshold, the two-sided p-value of that test). A summary made
+    without its test (no `tails`) is judged by its interval alone, and carries no p-value into the family."""
+    if m.tails is None:
+        return (m.low >= threshold if side == "above" else m.high <= threshold), math.nan
+    one = m.p_above(threshold) if side == "above" else m.p_below(threshold)
+    p = 1.0 if math.isnan(one) else min(1.0, 2 * one)
+    return p <= ALPHA, p
+
+
+def _least(*pvalues: float) -> float:
+    tested = [p for p in pvalues if not math.isnan(p)]
+    return min(tested) if tested else math.nan
+
+
+def _interval_text(m: Summary) -> str:
+    return f"{num(m.low)}–{num(m.high)}" if m.low != m.high else num(m.low)
+
+
+def _where(m: Summary) -> str:
+    return f"{LEVEL:.0%} interval {_interval_text(m)} (n = {m.n}, {m.method})"
+
+
+def _direction(m: Summary, threshold: float, side: str, floor: float) -> Part:
+    if m.method == METHOD_EXACT:
+        where = f"every repeat (n = {m.n}) counted {_interval_text(m)}, judged exactly"
+        if (m.low > threshold) if side == "above" else (m.high < threshold):
+            return Part("reproduced", where)
+        if (m.high < threshold) if side == "above" else (m.low > threshold):
+            return Part("opposite", where)
+        return Part("inconclusive", f"repeats disagree or equal the threshold: {where}")
+    flip = "below" if side == "above" else "above"
+    (claimed, p_claimed), (other, p_other) = _past(m, threshold, side), _past(m, threshold, flip)
+    if _near(m, threshold, floor):
+        reason = f"within this run's noise (±{floor:.1%}) of {num(threshold)}"
+        return Part("inconclusive", reason, _least(p_claimed, p_other))
+    if claimed:
+        return Part("reproduced", f"{_where(m)} lies {side} {num(threshold)}", p_claimed, True)
+    if other:
+        return Part("opposite", f"{_where(m)} lies {flip} {num(threshold)}", p_other, True)
+    return Part("inconclusive", f"{_where(m)} straddles {num(threshold)}", _least(p_claimed, p_other))
+
+
+def _band(m: Summary, lo: float, hi: float, floor: float, what: str) -> Part:
+    """inside / above / below the band [lo, hi]; `what` names the band in the reason."""
+    if m.method == METHOD_EXACT:
+        where = f"every repeat (n = {m.n}) counted {_interval_text(m)}, judged exactly"
+        if lo <= m.low and m.high <= hi:
+            return Part("inside", where)
+        if m.low > hi or m.high < lo:
+            return Part("above" if m.low > hi else "below", where)
+        return Part("inconclusive", f"repeats disagree: {where}")
+    (above, p_above), (below, p_below) = _past(m, hi, "above"), _past(m, lo, "below")
+    (over_lo, p_lo), (under_hi, p_hi) = _past(m, lo, "above"), _past(m, hi, "below")
+    inside, p_inside = over_lo and under_hi, max(p_lo, p_hi)
+    for boundary in (lo, hi):
+        if _near(m, boundary, floor):
+            reason = f"within this run's noise (±{floor:.1%}) of {num(boundary)}"
+            return Part("inconclusive", reason, _least(p_above, p_below, p_inside))
+    span = f"{what} {num(lo)}–{num(hi)}"
+    if inside:
+        return Part("inside", f"{_where(m)} lies inside {span}", p_inside, True)
+    if above:
+        return Part("above", f"{_where(m)} lies above {span}", p_above, True)
+    if below:
+        return Part("below", f"{_where(m)} lies below {span}", p_below, True)
+    return Part("inconclusive", f"{_where(m)} straddles a bound of {span}", _least(p_above, p_below, p_inside))
+
+
+SIZE_WORDS = {"inside": "as published", "above": "larger", "below": "smaller", "inconclusive": "inconclusive"}
+
+
+def judge_parts(
+    m: Summary,
+    rule: dict[str, Any],
+    center: float | None,
+    size: tuple[float, float] | None,
+    min_effect: float,
+) -> tuple[dict[str, Part], float | None]:
+    """The parts of one measured entry ("direction" or "band", and "size" when there is a published figure to
+    compare with), and the noise floor. Outcomes of "size" are as published / larger / smaller / inconclusive."""
+    parts: dict[str, Part] = {}
+    direction, band = direction_of(rule), band_of(rule, center)
+    if m.method != METHOD_EXACT and (not m.has_interval or m.n < MIN_REPEATS):
+        need = max(m.min_n, MIN_REPEATS)
+        per = " per side" if m.method.startswith("ratio of medians") else ""
+        few = Part("inconclusive", f"too few samples (n = {m.n}; needs ≥ {need}{per})")
+        parts["direction" if direction else "band"] = few
+        if size is not None:
+            parts["size"] = few
+        return parts, None
+    floor = 0.0 if m.method == METHOD_EXACT else max(m.spread, min_effect) if not math.isnan(m.spread) else min_effect
+    if direction is not None:
+        parts["direction"] = _direction(m, *direction, floor)
+    elif band is not None:
+        parts["band"] = _band(m, *band, floor, "the band")
+    if size is not None:
+        judged = _band(m, *size, floor, "as published")
+        parts["size"] = replace(judged, outcome=SIZE_WORDS[judged.outcome])
+    return parts, floor
+
+
+def tested_part(part: Part, adjusted: float, family_text: str, rate: float) -> Part:
+    """A part after the family's adjustment: an outcome its interval decided stays decided only if its adjusted
+    p-value is within the family's rate."""
+    if not part.decided_by_interval or adjusted <= rate:
+        return part
+    p = f"p = {part.p_value:.3g}, adjusted {adjusted:.3g}"
+    reason = f"{part.reason}, but not after the family's control ({p}; {family_text})"
+    return Part("inconclusive", reason, part.p_value, True)
