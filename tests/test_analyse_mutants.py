@@ -5,7 +5,6 @@ refusals, and a verdict's record."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 

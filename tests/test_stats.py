@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import quantile_test
+from stats_sim import SCENARIOS, repeats, rounds, truths
 
 from polyperf.analyse import stats
 from polyperf.analyse.stats import exact_range, min_pairs, paired_ratio, ratio, summarize, unpaired_has_interval
-from stats_sim import SCENARIOS, repeats, rounds, truths
 
 TRIALS = 2000
 
