@@ -4,20 +4,24 @@ targets unless told `allow_remote`, stay within a time and a request bound, and 
 `polyperf.measure` adds what a run cost the server and the client. `distributed` runs oha on several client
 hosts through locust's master/worker messaging."""
 
-from collections.abc import Callable
-
 from polyperf.load.bombardier_driver import ensure_bombardier, run_bombardier
 from polyperf.load.common import Bounds, LoadFailed, LoadResult, TargetNotLoopback, require_loopback, require_target
 from polyperf.load.distributed import run_oha_workers
+from polyperf.load.driver import BombardierOptions, Driver, LocustOptions, OhaOptions, WrkOptions
 from polyperf.load.locust_driver import run_locust
 from polyperf.load.native_driver import ensure_oha, ensure_wrk, run_oha, run_wrk
 
 __all__ = [
     "DRIVERS",
+    "BombardierOptions",
     "Bounds",
+    "Driver",
     "LoadFailed",
     "LoadResult",
+    "LocustOptions",
+    "OhaOptions",
     "TargetNotLoopback",
+    "WrkOptions",
     "ensure_bombardier",
     "ensure_oha",
     "ensure_wrk",
@@ -30,8 +34,8 @@ __all__ = [
     "run_wrk",
 ]
 
-# Every driver takes (url, *, bounds, client_cpus, log_dir, on_spawn, alive, allow_remote=False, **its own options).
-DRIVERS: dict[str, Callable[..., LoadResult]] = {
+# Every driver keeps the `Driver` contract and takes its own options (`OhaOptions`, ...) as keyword arguments.
+DRIVERS: dict[str, Driver] = {
     "oha": run_oha,
     "wrk": run_wrk,
     "bombardier": run_bombardier,

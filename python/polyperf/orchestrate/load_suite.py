@@ -11,17 +11,17 @@ import random
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 import psutil
 
 from polyperf.common.cpus import cpu_label
 from polyperf.errors import PolyperfError, ServerFailed
-from polyperf.load import DRIVERS, Bounds, LoadFailed
+from polyperf.load import DRIVERS, Bounds, LoadFailed, LocustOptions, OhaOptions, WrkOptions
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.sampler import Measurement, measure
 from polyperf.orchestrate.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
-from polyperf.record.recorder import Recorder
+from polyperf.record.recorder import Metric, Recorder
 from polyperf.record.rows import measurement_rows
 from polyperf.serve.cpu_budget import ThrottleStats
 from polyperf.serve.drain import Quiet, wait_quiet
@@ -32,6 +32,28 @@ __all__ = ["MAX_REQUESTS", "LoadEnv"]
 MAX_REQUESTS = 50_000_000  # the safety bound of every run; durations are what end them
 QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run to measure the server
 T = TypeVar("T")
+
+
+class RunSettings(TypedDict, total=False):
+    """What `LoadEnv.run` takes besides the target, the case, the duration and the driver's own options."""
+
+    repeat: int
+    params: Mapping[str, Any] | None
+    keep: bool
+    max_requests: int
+    drain: bool
+
+
+class OhaRun(RunSettings, OhaOptions, total=False):
+    pass
+
+
+class WrkRun(RunSettings, WrkOptions, total=False):
+    pass
+
+
+class LocustRun(RunSettings, LocustOptions, total=False):
+    pass
 
 
 def _proc_cpu(pid: int) -> Callable[[], float]:
@@ -275,7 +297,7 @@ class LoadEnv:
             return [], True
         delta = budget.stats() - before
         quota_use = m.server.cpu_seconds / (budget.fraction * m.load.duration) if m.load.duration > 0 else 0.0
-        rows = [
+        rows: list[Metric] = [
             ("cpu_quota", budget.fraction, "ratio", {}),
             ("cpu_quota_period_s", budget.period_s, "s", {}),
             ("nr_periods", float(delta.nr_periods), "count", {}),
@@ -334,16 +356,16 @@ class LoadEnv:
                 return False
         return True
 
-    def oha(self, target: Target, **kwargs: Any) -> Measurement | None:
+    def oha(self, target: Target, *, case: str, duration: float, **options: Unpack[OhaRun]) -> Measurement | None:
         """oha: closed model (`connections`) or fixed rate (`rate`, latency corrected)."""
-        return self.run(target, "oha", **kwargs)
+        return self.run(target, "oha", case=case, duration=duration, **options)
 
-    def wrk(self, target: Target, **kwargs: Any) -> Measurement | None:
-        return self.run(target, "wrk", **kwargs)
+    def wrk(self, target: Target, *, case: str, duration: float, **options: Unpack[WrkRun]) -> Measurement | None:
+        return self.run(target, "wrk", case=case, duration=duration, **options)
 
-    def locust(self, target: Target, **kwargs: Any) -> Measurement | None:
+    def locust(self, target: Target, *, case: str, duration: float, **options: Unpack[LocustRun]) -> Measurement | None:
         """locust's FastHttpUser: `users`, or a step ramp `steps=[(users, seconds), ...]`."""
-        return self.run(target, "locust", **kwargs)
+        return self.run(target, "locust", case=case, duration=duration, **options)
 
     def calibrate(self, *, duration: float, connections: int = 64) -> dict[str, float]:
         """An explicit, unrecorded step: each running target's oha ceiling (req/s) over a short run. Also the
