@@ -144,7 +144,7 @@ def _check_selection(name: str, spec: Mapping[str, Any]) -> list[str]:
 
 def _check_rule(rule: Mapping[str, Any], entry: Mapping[str, Any]) -> list[str]:
     kind = rule.get("kind")
-    if kind not in RULE_KEYS:
+    if not isinstance(kind, str) or kind not in RULE_KEYS:
         return [f"rule.kind: must be one of {', '.join(RULE_KEYS)}, found {_shown(kind)}"]
     own = RULE_KEYS[kind]
     problems = _unknown(rule, {"kind", "why", *own}, "rule.")
