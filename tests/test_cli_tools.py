@@ -56,5 +56,6 @@ def test_compare_reports_a_tripled_case_as_regressed(tmp_path, capsys):
     parse_line = next(line for line in out.splitlines() if "/ parse /" in line)
     assert "regressed" in parse_line
     assert (b / "compare-a.png").exists() and (tmp_path / "cmp.md").read_text().strip()
-    assert main(["compare", str(a), str(b), "--fail-on-regression", "10"]) == 1
-    assert main(["compare", str(a), str(b), "--fail-on-regression", "500"]) == 0
+    assert main(["compare", str(a), str(b), "--fail-on-regression", "10"]) == 0  # timings: gated only when asked
+    assert main(["compare", str(a), str(b), "--fail-on-regression", "10", "--gate-timings"]) == 1
+    assert main(["compare", str(a), str(b), "--fail-on-regression", "500", "--gate-timings"]) == 0

@@ -118,7 +118,17 @@ def test_compare_gates_a_tripled_case_between_two_smoke_runs(tmp_path):
     shutil.copytree(run_a, run_b)
     _triple(run_b, "parse", "buffered")
     done = subprocess.run(
-        [sys.executable, "-m", "polyperf", "compare", str(run_a), str(run_b), "--fail-on-regression", "10"],
+        [
+            sys.executable,
+            "-m",
+            "polyperf",
+            "compare",
+            str(run_a),
+            str(run_b),
+            "--fail-on-regression",
+            "10",
+            "--gate-timings",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
