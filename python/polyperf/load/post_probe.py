@@ -11,21 +11,19 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import random
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from urllib.parse import urlsplit
 
+from polyperf.common.background import BackgroundLoop
 from polyperf.load.common import require_loopback
 from polyperf.load.locust_post import device_body
 
 __all__ = ["PostProbe"]
 
 
-class PostProbe:
+class PostProbe(BackgroundLoop):
     """`with PostProbe(url, interval=0.02) as probe: ...` → `probe.lines` (JSON strings, one per request)."""
 
     def __init__(
@@ -40,19 +38,18 @@ class PostProbe:
         body: Mapping[str, str] | None = None,
     ) -> None:
         require_loopback(url)
+        super().__init__("polyperf-post-probe", cpus)
+        self.join_timeout = timeout + 5  # a request under way ends by its own timeout
         parts = urlsplit(url)
         self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/"
         self.interval = interval
         self.timeout = timeout
-        self.cpus = list(cpus)
         self.max_seconds = max_seconds
         self.max_requests = max_requests
         self.lines: list[str] = []
         self.error_bodies: list[str] = []  # the first few non-2xx answers, to show what a client is told
         self._rng = random.Random()
         self.body = dict(body) if body else None  # one fixed device (beside oha's same body), else random ones
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="polyperf-post-probe", daemon=True)
 
     def _post(self, conn: http.client.HTTPConnection | None) -> http.client.HTTPConnection | None:
         device = self.body or device_body(self._rng)
@@ -79,8 +76,6 @@ class PostProbe:
         return conn
 
     def _loop(self) -> None:
-        if self.cpus:
-            os.sched_setaffinity(threading.get_native_id(), self.cpus)
         deadline = time.monotonic() + self.max_seconds
         conn = None
         while not self._stop.is_set() and time.monotonic() < deadline and len(self.lines) < self.max_requests:
@@ -88,13 +83,3 @@ class PostProbe:
             self._stop.wait(self.interval)
         if conn is not None:
             conn.close()
-
-    def __enter__(self) -> PostProbe:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.timeout + 5)

@@ -13,8 +13,6 @@ run; PSS costs ~1 ms per process (smaps_rollup) and is read once, after it.
 from __future__ import annotations
 
 import contextlib
-import os
-import threading
 import time
 from collections.abc import Sequence
 from types import TracebackType
@@ -22,6 +20,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
+from polyperf.common.background import BackgroundLoop
 from polyperf.serve.cpu_account import CpuAccount
 from polyperf.serve.cpu_budget import CpuBudgetError
 
@@ -130,7 +129,7 @@ def tree_pss(pid: int) -> tuple[int, int]:
     return total, seen
 
 
-class ConnectionProbe:
+class ConnectionProbe(BackgroundLoop):
     """Client connections open and in use (`pg_stat_activity`, its own left out), sampled every `interval`
     seconds in a thread pinned to `cpus`, at most `max_samples` times; errors (a restarting server) are
     counted, not raised. With `pid` (the postmaster, when it runs here) the tree's summed RSS is sampled too,
@@ -148,9 +147,10 @@ class ConnectionProbe:
         memory_every: int = 5,
         pss: bool = False,
     ) -> None:
+        super().__init__("polyperf-pg-connections", cpus)
+        self.join_timeout = 10.0
         self.dsn = dsn
         self.interval = interval
-        self.cpus = list(cpus)
         self.max_samples = max_samples
         self.samples: list[tuple[float, int, int]] = []  # (epoch s, open, in use)
         self.errors = 0
@@ -159,8 +159,6 @@ class ConnectionProbe:
         self.want_pss = pss
         self.rss: list[tuple[float, int]] = []  # (epoch s, summed RSS bytes) of every readable sample
         self.pss: int | None = None  # summed PSS bytes after the run (None: not readable here)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="polyperf-pg-connections", daemon=True)
 
     @property
     def peak(self) -> int:
@@ -189,8 +187,6 @@ class ConnectionProbe:
     def _loop(self) -> None:
         import psycopg
 
-        if self.cpus:
-            os.sched_setaffinity(threading.get_native_id(), self.cpus)
         conn = None
         tick = 0
         while not self._stop.is_set() and len(self.samples) < self.max_samples:
@@ -213,15 +209,10 @@ class ConnectionProbe:
             with contextlib.suppress(psycopg.Error):
                 conn.close()
 
-    def __enter__(self) -> ConnectionProbe:
-        self._thread.start()
-        return self
-
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        super().__exit__(exc_type, exc, tb)
         if self.pid is not None:
             self._sample_memory()  # the window's end, as the loop may have slept through it
         if self.pid is not None and self.want_pss:

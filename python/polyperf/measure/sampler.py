@@ -22,9 +22,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Self
 
 import psutil
 
+from polyperf.common.background import BackgroundLoop
 from polyperf.load.common import LoadResult, OnSpawn
 
 __all__ = [
@@ -171,7 +173,7 @@ class _Tree:
         return Sample(now, sum(self.cpu.values()), rss, threads, sum(self.wait.values()))
 
 
-class Sampler:
+class Sampler(BackgroundLoop):
     """Samples the server's and the client's process trees in a background thread.
 
     The thread pins itself to `cpus` (the client's) so that it never takes the server's CPU.
@@ -188,6 +190,7 @@ class Sampler:
         extra: Mapping[str, int] | None = None,
         extra_every: int = 4,
     ) -> None:
+        super().__init__("polyperf-sampler", cpus)
         self.server = _Tree([server_pid])
         self.client = _Tree([])
         self.server_samples: list[Sample] = []
@@ -197,13 +200,10 @@ class Sampler:
         self.extra = {name: _Tree([pid], light=True) for name, pid in (extra or {}).items()}
         self.extra_every = extra_every
         self.extra_samples: dict[str, list[Sample]] = {name: [] for name in self.extra}
-        self.cpus = list(cpus)
         self.client_affinity: list[int] = []
         self.interval = interval
         self.rescan_every = rescan_every
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="polyperf-sampler", daemon=True)
 
     def add_client(self, pid: int) -> None:
         with self._lock:
@@ -222,8 +222,6 @@ class Sampler:
                 self.extra_samples[name].append(tree.sample(now))
 
     def _loop(self) -> None:
-        if self.cpus:
-            os.sched_setaffinity(threading.get_native_id(), self.cpus)
         tick = 0
         while not self._stop.is_set():
             if tick % self.rescan_every == 0:
@@ -234,20 +232,18 @@ class Sampler:
             tick += 1
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> Sampler:
+    def __enter__(self) -> Self:
         # every member known before the first sample: one found later would bring its earlier CPU into the window
         with self._lock:
             for tree in (self.server, self.client, *self.extra.values()):
                 tree.rescan()
         self.sample()
-        self._thread.start()
-        return self
+        return super().__enter__()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        super().__exit__(exc_type, exc, tb)
         self.sample()
 
 
