@@ -56,10 +56,12 @@ def _claim_points(verdicts: pd.DataFrame) -> pd.DataFrame:
     measured = verdicts.dropna(subset=["measured"]).rename(columns={"measured": "value"})
     if measured.empty:
         return measured.assign(exact=pd.Series(dtype=bool), metric=pd.Series(dtype=str))
+    # an exact count: whole numbers that every repeat agreed on (the verdict's range is one value), whatever unit
+    # the claim states them in (syscalls, allocations, rows)
     values = measured["value"].to_numpy(dtype=float)
-    integral = pd.Series(np.isfinite(values) & (values == np.round(values)), index=measured.index)
-    exact = (measured["unit"] == "count") & integral.groupby(measured["claim"]).transform("all")
-    return measured.assign(exact=exact, metric="")
+    agreed = (measured["ci_low"].isna() | (measured["ci_low"] == measured["ci_high"])).to_numpy()
+    whole = pd.Series(np.isfinite(values) & (values == np.round(values)) & agreed, index=measured.index)
+    return measured.assign(exact=whole.groupby(measured["claim"]).transform("all"), metric="")
 
 
 def build_history(
@@ -72,9 +74,11 @@ def build_history(
     max_pvalue: float = MAX_PVALUE,
 ) -> History:
     """The history of one machine fingerprint (by default the one of the newest run) with its changes."""
-    machine = _machine(store, machine)
-    points = store.points(machine=machine, suite=suite, since=since, profile=profile)
-    verdicts = store.verdicts(machine=machine, suite=suite, since=since, profile=profile)
+    with store.batch(write=False):  # one open of the store for its four reads
+        machine = _machine(store, machine)
+        points = store.points(machine=machine, suite=suite, since=since, profile=profile)
+        verdicts = store.verdicts(machine=machine, suite=suite, since=since, profile=profile)
+        runs = store.runs(machine=machine, since=since)
     catalogue = metric_catalogue()
     changes = series_changes(points, metric_info=catalogue, max_pvalue=max_pvalue)
     if not changes.empty:
@@ -82,7 +86,6 @@ def build_history(
         for column in ("suite", "case", "implementation", "variant", "driver", "unit", "params"):
             changes[column] = changes["series_id"].map(keys[column])
     claim_changes = series_changes(_claim_points(verdicts), key=("claim",), max_pvalue=max_pvalue)
-    runs = store.runs(machine=machine, since=since)
     if profile is not None:
         runs = runs[runs["profile"] == profile]
     commits = list(dict.fromkeys(c for c in runs["git_commit"] if c))

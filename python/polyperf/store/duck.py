@@ -20,7 +20,7 @@ import duckdb
 import pandas as pd
 
 from polyperf.store.records import RunRecord, StoreError
-from polyperf.store.schema import MIGRATIONS, SCHEMA_VERSION, newer_text
+from polyperf.store.schema import MIGRATIONS, POSTGRESQL_ONLY, SCHEMA_VERSION, newer_text
 from polyperf.store.sql import SqlStore, frame_for, insert_run_sql, run_row
 
 __all__ = ["DuckDBStore"]
@@ -77,13 +77,14 @@ class DuckDBStore(SqlStore):
         self._known: set[int] = set()  # series ids this session has seen stored
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
-        """Holds the store (its write lock and one connection) across many adds: opening and closing the file
-        costs about 0.1 s, which adding a thousand runs one by one would pay a thousand times."""
+    def batch(self, write: bool = True) -> Iterator[None]:
+        """Holds the store (its lock and one connection) across many calls: opening the file costs 50-100 ms and
+        its first scan reads from disk, which adding a thousand runs or drawing a page of series would pay every
+        time. Other processes wait for it meanwhile (`POLYPERF_STORE_WAIT`)."""
         if self._held is not None:
             yield
             return
-        with self._connect(write=True) as con:
+        with self._connect(write=write) as con:
             self._held = con
             try:
                 yield
@@ -124,7 +125,8 @@ class DuckDBStore(SqlStore):
             con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[number]:
-                    con.execute(statement)
+                    if not statement.startswith(POSTGRESQL_ONLY):
+                        con.execute(statement)
                 con.execute("INSERT INTO schema_version VALUES (?)", [number])
             con.execute("COMMIT")
         except Exception:

@@ -94,7 +94,7 @@ class PostgresStore(SqlStore):
         return True
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, write: bool = True) -> Iterator[None]:
         """Nothing to hold: PostgreSQL serves many writers, each run is its own transaction."""
         yield
 
