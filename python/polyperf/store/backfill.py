@@ -61,6 +61,10 @@ def _extension_into(worktree: Path) -> None:
         shutil.copy2(built, package / built.name)
 
 
+def _run_suites(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+    subprocess.run(cmd, cwd=cwd, env=env, check=False)
+
+
 def run_at(commit: str, suites: Sequence[str], profile: str, out: Path, *, repo: Path = REPO_ROOT) -> Path | None:
     """Runs `suites` at `commit` in a fresh worktree; the run folder it made under `out`, None if it made none."""
     base = Path(tempfile.mkdtemp(prefix="polyperf-backfill-"))
@@ -71,7 +75,7 @@ def run_at(commit: str, suites: Sequence[str], profile: str, out: Path, *, repo:
         before = set((out / "runs").glob("*")) if (out / "runs").exists() else set()
         env = {**os.environ, "PYTHONPATH": str(worktree / "python")}
         cmd = [sys.executable, "-m", "polyperf", "run", *suites, "--profile", profile, "--out", str(out)]
-        subprocess.run(cmd, cwd=worktree, env=env, check=False)
+        _run_suites(cmd, worktree, env)
         made = sorted(set((out / "runs").glob("*")) - before)
         return made[-1] if made else None
     finally:
