@@ -160,17 +160,19 @@ def drive(config: str, out: str) -> None:
 
 
 def master(config: str, out: str) -> None:
-    """A hostile master: every job it sends must come back refused, and nothing may reach the far listener."""
+    """A hostile master: every job it sends must come back refused; then, after a job the worker accepts, it
+    spawns users with locust's own spawn message naming another host. Nothing may reach the far listener."""
     import gevent
     from locust import User
     from locust.env import Environment
 
     cfg = json.loads(Path(config).read_text())
 
-    class Nobody(User):
+    class PolyperfUser(User):  # the worker's user class name: locust spawns users by class name
         pass
 
-    runner = Environment(user_classes=[Nobody]).create_master_runner("127.0.0.1", cfg["port"])
+    env = Environment(user_classes=[PolyperfUser], host=cfg["spawn_host"])
+    runner = env.create_master_runner("127.0.0.1", cfg["port"])
     replies: list = []
 
     def reply(environment: Environment, msg: object) -> None:  # locust passes both by keyword
@@ -184,7 +186,7 @@ def master(config: str, out: str) -> None:
     if not runner.clients.ready:
         raise SystemExit("no worker connected")
     gevent.sleep(1.0)  # the worker registers its handlers once connected
-    for kind, job in cfg["jobs"]:
+    for kind, job in [*cfg["jobs"], ["polyperf_config", cfg["accepted"]]]:
         count = len(replies)
         runner.send_message(kind, job)
         wait = time.monotonic() + 20
@@ -192,8 +194,13 @@ def master(config: str, out: str) -> None:
             gevent.sleep(0.05)
         if len(replies) == count:
             replies.append({"no reply": job})
+    runner.start(1, spawn_rate=10)  # locust's spawn message carries env.host: the far listener
+    gevent.sleep(4.0)
+    runner.stop()
+    gevent.sleep(1.0)
+    sent = runner.stats.total.num_requests
     runner.quit()
-    Path(out).write_text(json.dumps(replies, indent=1))
+    Path(out).write_text(json.dumps({"replies": replies, "spawned_requests": sent}, indent=1))
 
 
 if __name__ == "__main__":

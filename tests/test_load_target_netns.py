@@ -139,7 +139,9 @@ def test_a_worker_refuses_what_a_hostile_master_sends(wire, tmp_path):
         ["polyperf_config", {"target": f"http://127.0.0.1:18081@{far}:18080/", "budget": 3}],
         ["polyperf_config", {"target": "http://127.0.0.1:18081/", "budget": 3, "requests_log": "/etc/x"}],
     ]
-    (tmp_path / "master.json").write_text(json.dumps({"port": port, "jobs": jobs}))
+    accepted = {"target": "http://127.0.0.1:18081/", "budget": 3}  # nothing listens there: refused connections
+    config = {"port": port, "jobs": jobs, "accepted": accepted, "spawn_host": f"http://{far}:18080"}
+    (tmp_path / "master.json").write_text(json.dumps(config))
     before = wire.far_seen()
     worker_args = ["worker", "--master", f"127.0.0.1:{port}", "--allow-remote", "--idle", "60"]
     worker = wire.start(wire.client, [*POLYPERF, *worker_args, "--out", str(tmp_path / "w")], tmp_path / "w.out")
@@ -149,12 +151,15 @@ def test_a_worker_refuses_what_a_hostile_master_sends(wire, tmp_path):
         assert worker.wait(timeout=60) == 0, (tmp_path / "w.out").read_text()  # it quit with its master
     finally:
         _stop(worker)
-    replies = json.loads((tmp_path / "r").read_text())
+    report = json.loads((tmp_path / "r").read_text())
+    *replies, ack = report["replies"]
     expected = ["backslash", "unknown field(s) bound", "'connections'", "unknown field(s) bound, duration, url"]
     expected += ["form tools read differently", "user-info", "unknown field(s) requests_log"]
     assert len(replies) == len(expected), replies
     for reply, reason in zip(replies, expected, strict=True):
         assert isinstance(reply, str) and reason in reply and "\n" not in reply, (reply, reason)
+    # the accepted job's users sent their budget to it, not to the host locust's spawn message named
+    assert ack is None and report["spawned_requests"] >= 1, report
     assert wire.far_seen() == before
     assert not list((tmp_path / "w").glob("oha-*")), "the worker started oha for a refused job"
 
