@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 
 from polyperf.analyse.stats import Summary, summarize
 
-__all__ = ["COLORS", "Figure", "bar_with_ci", "error_bar", "grouped_bars", "new_axes", "with_param"]
+__all__ = ["COLORS", "Figure", "bar_figure", "bar_with_ci", "error_bar", "grouped_bars", "new_axes", "with_param"]
 
 COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
@@ -103,6 +103,33 @@ def grouped_bars(
     ax.set_xticks(x, labels, fontsize=8)
     if any(g is not None for g in groups):
         ax.legend(fontsize=8)
+
+
+def bar_figure(
+    name: str,
+    title: str,
+    caption: str,
+    data: dict[tuple[str, object], list[float]],
+    flags: set[tuple[str, object]] = frozenset(),
+    *,
+    ylabel: str,
+    axes_title: str,
+    scale: float = 1.0,
+    group_name: str = "",
+    log: bool = False,
+    size: tuple[float, float] = (8.5, 4.5),
+) -> Figure | None:
+    """The suites' usual figure: `grouped_bars` of `data` on one axes (a log scale with `log`), its labels, and
+    the `Figure` that names and captions it; None when there is nothing to draw."""
+    if not data:
+        return None
+    fig, ax = new_axes(*size)
+    grouped_bars(ax, data, flags, scale=scale, group_name=group_name)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(axes_title)
+    return Figure(name, title, caption, fig)
 
 
 def bar_with_ci(ax: Axes, groups: dict[str, list[float]], scale: float = 1.0) -> None:

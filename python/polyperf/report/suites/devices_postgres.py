@@ -9,8 +9,8 @@ import statistics
 
 import pandas as pd
 
-from polyperf.report.figure import COLORS, Figure, new_axes, with_param
-from polyperf.report.load_figures import DRIVER_NOTES, flagged, grouped_bars, pinning, rows, values_by
+from polyperf.report.figure import COLORS, Figure, bar_figure, new_axes, with_param
+from polyperf.report.load_figures import DRIVER_NOTES, flagged, pinning, rows, values_by
 
 SUITE = "devices_postgres"
 _HATCH = "Hatched bars were client-bound: the load generator's limit, not the server's."
@@ -32,19 +32,20 @@ def _rps(table: pd.DataFrame) -> Figure | None:
     data = values_by(table, "ceiling", "rps", "pool_size")
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, flagged(table, "ceiling", "pool_size"), scale=1e-3, group_name="pool ")
-    ax.set_ylabel("thousand inserts/s (median, 95% CI)")
-    ax.set_title("Ceiling: POST /api/devices (INSERT … RETURNING id) by pool size")
     conns = with_param(rows(table, "ceiling", "rps"), "connections").iloc[0]
-    return Figure(
+    return bar_figure(
         "pg_ceiling_rps",
         "Inserts per second by pool size",
         f"Driver: {DRIVER_NOTES['oha']}, {conns} connections, every POST the same device, each run ended "
         f"after a planned request count so none was cut off; {pinning(table)}; {_db_placement(table)}. "
         "The article's axum peaked near 39k req/s on its own hardware: compare the order and shape, not the "
         f"number. {_HATCH}",
-        fig,
+        data,
+        flagged(table, "ceiling", "pool_size"),
+        scale=1e-3,
+        group_name="pool ",
+        ylabel="thousand inserts/s (median, 95% CI)",
+        axes_title="Ceiling: POST /api/devices (INSERT … RETURNING id) by pool size",
     )
 
 
@@ -56,17 +57,17 @@ def _latency(table: pd.DataFrame) -> Figure | None:
     if not data:
         return None
     rate = with_param(rows(table, "fixed_rate", "rps"), "rate").iloc[0]
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e3)
-    ax.set_yscale("log")
-    ax.set_ylabel("latency, ms (median, 95% CI)")
-    ax.set_title(f"p90 and p99 at a fixed {rate:,.0f} inserts/s, by pool size")
-    return Figure(
+    return bar_figure(
         "pg_latency_by_pool",
         "p90 / p99 by pool size",
         f"Driver: {DRIVER_NOTES['oha']} with -q {rate} --latency-correction (no coordinated omission), "
         f"64 connections; {pinning(table)}.",
-        fig,
+        data,
+        set(),
+        scale=1e3,
+        ylabel="latency, ms (median, 95% CI)",
+        axes_title=f"p90 and p99 at a fixed {rate:,.0f} inserts/s, by pool size",
+        log=True,
     )
 
 
@@ -89,11 +90,7 @@ def _cpu(table: pd.DataFrame) -> Figure | None:
     split = ", ".join(
         f"{impl} {statistics.median(g['value']):.0%}" for impl, g in fraction.groupby("implementation", sort=True)
     )
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e6)
-    ax.set_ylabel(f"CPU µs per {'acknowledged insert' if per_insert else 'request'} (median, 95% CI)")
-    ax.set_title("What one insert costs: the app and PostgreSQL, side by side")
-    return Figure(
+    return bar_figure(
         "pg_cpu_per_insert",
         "App and PostgreSQL CPU per insert",
         "CPU seconds (user + system) over the measured window divided by the rows the run inserted and the "
@@ -103,7 +100,11 @@ def _cpu(table: pd.DataFrame) -> Figure | None:
         f"PostgreSQL's share of the two (median per app): {split or 'not recorded'}. It used at most "
         f"{share.max():.0%} of its cores in a ceiling run; it was the bottleneck (≥ 90% of its cores, or most "
         f"of a saturated shared core) in {int(bound.sum())} of {len(bound)} runs. {_db_placement(table)}.",
-        fig,
+        data,
+        set(),
+        scale=1e6,
+        ylabel=f"CPU µs per {'acknowledged insert' if per_insert else 'request'} (median, 95% CI)",
+        axes_title="What one insert costs: the app and PostgreSQL, side by side",
     )
 
 
@@ -114,18 +115,18 @@ def _memory(table: pd.DataFrame) -> Figure | None:
             data[(label, f"{what}, pool {pool:>4}")] = values
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e-6)
-    ax.set_ylabel("PostgreSQL, MB (median, 95% CI)")
-    ax.set_title("PostgreSQL's memory during the ceiling runs")
-    return Figure(
+    return bar_figure(
         "pg_memory",
         "PostgreSQL memory",
         "PostgreSQL's whole tree (postmaster, every backend of every app's pool). PSS after the run: each shared "
         "page split among the processes that map it, so the shared buffers count once (the tree's footprint). "
         "RSS peak: the largest sum of RSS sampled during the run, which counts the shared buffers once per "
         f"backend (what `ps` adds up), so it grows with the pools. {_db_placement(table)}.",
-        fig,
+        data,
+        set(),
+        scale=1e-6,
+        ylabel="PostgreSQL, MB (median, 95% CI)",
+        axes_title="PostgreSQL's memory during the ceiling runs",
     )
 
 
@@ -194,21 +195,21 @@ def _restarts(table: pd.DataFrame) -> Figure | None:
                 data[(label, f"{case.removeprefix('restart_')}: {what}")] = values
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e3)
-    ax.set_ylabel("ms")
-    ax.set_title("PostgreSQL restarted mid-run (pg_ctl -m fast / immediate)")
     errors = {
         impl: int(g["value"].sum()) for impl, g in table[table["metric"] == "errors_total"].groupby("implementation")
     }
-    return Figure(
+    return bar_figure(
         "pg_restarts",
         "Restarts: outage, errors, recovery",
         "oha at a fixed rate plus a probe POSTing every 20 ms; PostgreSQL stopped (fast: SIGINT, checkpoint; "
         "immediate: SIGQUIT, crash recovery) and started again on the same port. Recovery: from PostgreSQL "
         "accepting connections to the first success of a request sent after it (20 ms resolution). Failed "
         f"requests per app (both modes): {errors}. No acknowledged row may be lost (see the rows check).",
-        fig,
+        data,
+        set(),
+        scale=1e3,
+        ylabel="ms",
+        axes_title="PostgreSQL restarted mid-run (pg_ctl -m fast / immediate)",
     )
 
 
@@ -222,17 +223,18 @@ def _rows_check(table: pd.DataFrame) -> Figure | None:
             data[(label, what)] = values
     wrong = rows(totals, "rows_total", "rows_mismatch")
     mismatch = {r["implementation"]: int(r["value"]) for _, r in wrong.iterrows()}
-    fig, ax = new_axes(7.5, 4.2)
-    grouped_bars(ax, data, set(), scale=1.0)
-    ax.set_ylabel("rows over the whole run")
-    ax.set_title("Nothing lost, nothing phantom: rows found vs acknowledged POSTs")
-    return Figure(
+    return bar_figure(
         "pg_rows_check",
         "Rows check",
         "After every run the app's table is read back: rows inserted during the run against the 2xx POSTs the "
         "client counted (ids and contents one by one where the client kept them: locust, the probe; counts and "
         f"the body for oha). Rows lost, phantom or altered per app: {mismatch} (must all be 0).",
-        fig,
+        data,
+        set(),
+        scale=1.0,
+        ylabel="rows over the whole run",
+        axes_title="Nothing lost, nothing phantom: rows found vs acknowledged POSTs",
+        size=(7.5, 4.2),
     )
 
 

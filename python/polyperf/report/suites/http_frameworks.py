@@ -3,10 +3,14 @@ each caption names the driver that produced the numbers, the CPU split, and flag
 
 from __future__ import annotations
 
+import statistics
+
+import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
 from polyperf.analyse.stats import summarize
-from polyperf.report.figure import Figure, new_axes, with_param
+from polyperf.report.figure import COLORS, Figure, bar_figure, new_axes, with_param
 from polyperf.report.load_figures import (
     DRIVER_NOTES,
     LOCUST_NOTE,
@@ -29,15 +33,16 @@ def _ceiling(table: pd.DataFrame) -> Figure | None:
     data = values_by(table, "ceiling", "rps", "connections")
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, flagged(table, "ceiling", "connections"), scale=1e-3, group_name="connections ")
-    ax.set_ylabel("thousand requests/s (median, 95% CI)")
-    ax.set_title("Ceiling: GET /api/devices (devices apps), GET / (hyper_hello)")
-    return Figure(
+    return bar_figure(
         "http_ceiling_rps",
         "Requests/s ceiling per app",
         f"Driver: {DRIVER_NOTES['oha']}, closed model at each connection count; {pinning(table)}. " + _HATCH,
-        fig,
+        data,
+        flagged(table, "ceiling", "connections"),
+        scale=1e-3,
+        group_name="connections ",
+        ylabel="thousand requests/s (median, 95% CI)",
+        axes_title="Ceiling: GET /api/devices (devices apps), GET / (hyper_hello)",
     )
 
 
@@ -45,19 +50,20 @@ def _capacity(table: pd.DataFrame) -> Figure | None:
     data = values_by(table, "ceiling", "requests_per_cpu_second", "connections")
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, flagged(table, "ceiling", "connections"), scale=1e-3, group_name="connections ")
-    ax.set_ylabel("thousand requests per server CPU-second")
     quota = with_param(rows(table, "ceiling", "rps"), "cpu_quota").dropna()
     budget = f"under a budget of {quota.iloc[0]:g} CPU per server" if len(quota) else "without a CPU budget"
-    ax.set_title(f"Capacity per server core ({budget})")
-    return Figure(
+    return bar_figure(
         "http_capacity_per_core",
         "Capacity per server core",
         "Requests answered per CPU-second of the server's process tree, at each connection count: what one "
         "fully used server core answers. Judged where the server, not the client, is the limit: with "
         "--server-cpu-quota each server runs in a CPU cgroup so one client core outpaces it. " + _HATCH,
-        fig,
+        data,
+        flagged(table, "ceiling", "connections"),
+        scale=1e-3,
+        group_name="connections ",
+        ylabel="thousand requests per server CPU-second",
+        axes_title=f"Capacity per server core ({budget})",
     )
 
 
@@ -65,17 +71,17 @@ def _period(table: pd.DataFrame) -> Figure | None:
     data = values_by(table, "budget_period", "requests_per_cpu_second", "cpu_quota_period_s")
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, {(k[0], f"{k[1] * 1e3:g} ms"): v for k, v in data.items()}, scale=1e-3, group_name="period ")
-    ax.set_ylabel("thousand requests per server CPU-second")
-    ax.set_title("The CPU budget's period: same quota, 5 / 10 / 100 ms")
-    return Figure(
+    return bar_figure(
         "http_budget_period",
         "How the budget's period moves capacity",
         "Each server under the same CPU quota with the CFS period set to 5, 10 and 100 ms, interleaved. A long "
         "period lets requests pile up during each stall, which flatters requests per CPU-second; a short one "
         "can leave quota unused. polyperf's default is 10 ms.",
-        fig,
+        {(k[0], f"{k[1] * 1e3:g} ms"): v for k, v in data.items()},
+        scale=1e-3,
+        group_name="period ",
+        ylabel="thousand requests per server CPU-second",
+        axes_title="The CPU budget's period: same quota, 5 / 10 / 100 ms",
     )
 
 
@@ -87,18 +93,18 @@ def _latency(table: pd.DataFrame) -> Figure | None:
     if not data:
         return None
     rate = rows(table, "fixed_rate", "rps")["params"].iloc[0].get("rate")
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e3)
-    ax.set_yscale("log")
-    ax.set_ylabel("latency, ms (median of repeats, 95% CI)")
-    ax.set_title(f"Client-side latency percentiles at a fixed {rate:,} requests/s")
-    return Figure(
+    return bar_figure(
         "http_latency_fixed_rate",
         "Latency percentiles at a fixed rate",
         f"Driver: {DRIVER_NOTES['oha']} with -q {rate} --latency-correction (latency counted from "
         f"each request's scheduled time, so no coordinated omission); {pinning(table)}. "
         "A run whose achieved rate fell below 95% of the offered rate is client-bound.",
-        fig,
+        data,
+        set(),
+        scale=1e3,
+        ylabel="latency, ms (median of repeats, 95% CI)",
+        axes_title=f"Client-side latency percentiles at a fixed {rate:,} requests/s",
+        log=True,
     )
 
 
@@ -110,17 +116,17 @@ def _cpu_per_request(table: pd.DataFrame) -> Figure | None:
                 data[(label, "ceiling, 64 connections" if case == "ceiling" else "fixed rate")] = values
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e6)
-    ax.set_ylabel("server CPU µs per request (median, 95% CI)")
-    ax.set_title("Server CPU time per request (user + system, whole process tree)")
-    return Figure(
+    return bar_figure(
         "http_cpu_per_request",
         "Server CPU per request",
         "CPU seconds of the server's process tree over exactly the measured window (from /proc) "
         "divided by the requests completed in it. At a fixed low rate, wake-ups per request cost "
         f"more than at saturation. {pinning(table)}.",
-        fig,
+        data,
+        set(),
+        scale=1e6,
+        ylabel="server CPU µs per request (median, 95% CI)",
+        axes_title="Server CPU time per request (user + system, whole process tree)",
     )
 
 
@@ -132,15 +138,15 @@ def _memory(table: pd.DataFrame) -> Figure | None:
                 data[(label, f"RSS {name}")] = values
     if not data:
         return None
-    fig, ax = new_axes(8.5, 4.5)
-    grouped_bars(ax, data, set(), scale=1e-6)
-    ax.set_ylabel("MB (10^6 bytes; median, 95% CI)")
-    ax.set_title("Server resident memory under the highest connection count")
-    return Figure(
+    return bar_figure(
         "http_rss",
         "Server memory (RSS)",
         "RSS of the server's process tree sampled every 50 ms during the ceiling runs.",
-        fig,
+        data,
+        set(),
+        scale=1e-6,
+        ylabel="MB (10^6 bytes; median, 95% CI)",
+        axes_title="Server resident memory under the highest connection count",
     )
 
 
@@ -200,7 +206,62 @@ def _drivers(table: pd.DataFrame) -> Figure | None:
     )
 
 
+def _ramp_steps(table: pd.DataFrame, metric: str) -> dict[str, dict[int, list[tuple[float, bool]]]]:
+    """{app: {connections: [(value, client-bound) per ramp]}} of the ramp's steps."""
+    out: dict[str, dict[int, list[tuple[float, bool]]]] = {}
+    for _, r in rows(table, "ramp", metric).iterrows():
+        steps = out.setdefault(r["implementation"], {})
+        steps.setdefault(int(r["params"]["connections"]), []).append((float(r["value"]), bool(r["client_bound"])))
+    return out
+
+
+def _peak_text(table: pd.DataFrame) -> str:
+    """Each app's peak requests/s and the p90 at that step, median over ramps, with the client-bound count."""
+    parts = []
+    for app, group in rows(table, "ramp_peak", "peak_requests_per_s").groupby("implementation"):
+        p90 = rows(table, "ramp_peak", "p90_latency_s")
+        p90 = p90[p90["implementation"] == app]["value"]
+        bound = int(group["client_bound"].astype(bool).sum())
+        text = f"{app} peaks at {group['value'].median():,.0f} req/s"
+        text += f", p90 {p90.median() * 1e3:.2f} ms there" if len(p90) else ""
+        parts.append(f"{text} (median of {len(group)} ramps, {bound} client-bound at the peak)")
+    return "; ".join(parts)
+
+
+def _ramp(table: pd.DataFrame) -> Figure | None:
+    rps, p90 = _ramp_steps(table, "rps"), _ramp_steps(table, "latency_p90_s")
+    if not rps:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    for i, app in enumerate(sorted(rps)):
+        for ax, data, scale in ((axes[0], rps, 1e-3), (axes[1], p90, 1e3)):
+            steps = data.get(app, {})
+            xs = sorted(steps)
+            med = [statistics.median(v for v, _b in steps[x]) * scale for x in xs]
+            ax.plot(xs, med, "-", color=COLORS[i % len(COLORS)], label=app)
+            for x, m in zip(xs, med, strict=True):  # hollow: a client-bound step in some ramp
+                hollow = any(b for _v, b in steps[x])
+                ax.plot(x, m, "o", color=COLORS[i % len(COLORS)], mfc="white" if hollow else None)
+    for ax, label in ((axes[0], "thousand requests/s (median over ramps)"), (axes[1], "p90 latency, ms (median)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({x for steps in rps.values() for x in steps}))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        ax.set_xlabel("oha connections (the ramp's step)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+    axes[0].set_title("Ramp: throughput per step")
+    axes[1].set_title("Ramp: p90 latency per step")
+    return Figure(
+        "http_ramp",
+        "A ramp of clients until the app breaks (the article's test 1)",
+        f"{_peak_text(table)}. Driver: {DRIVER_NOTES['oha']}, closed model; connections stepped up until requests "
+        "failed or throughput fell below 90% of the best step; each ramp in a fresh server process. Hollow markers: "
+        f"the step was client-bound in some ramp (the client, not the app, was the limit). {pinning(table)}.",
+        fig,
+    )
+
+
 def figures(table: pd.DataFrame) -> list[Figure]:
     table = table[table["suite"] == SUITE]
-    makers = (_ceiling, _capacity, _period, _latency, _cpu_per_request, _memory, _history, _drivers)
+    makers = (_ramp, _ceiling, _capacity, _period, _latency, _cpu_per_request, _memory, _history, _drivers)
     return [fig for make in makers if (fig := make(table)) is not None]

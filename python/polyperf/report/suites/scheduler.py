@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from polyperf.report.figure import Figure, grouped_bars, new_axes
+from polyperf.report.figure import Figure, bar_figure
 
 SUITE = "scheduler"
 # ns per iteration published in 2019 (old thread pool → new scheduler)
@@ -42,19 +42,19 @@ def _shapes(table: pd.DataFrame) -> Figure | None:
         old, new = PUBLISHED_NS[shape]
         data[(shape, "2019 article\nold")] = [old * 1e-9]
         data[(shape, "2019 article\nnew")] = [new * 1e-9]
-    fig, ax = new_axes(10, 4.8)
-    grouped_bars(ax, data, scale=1e3)
-    ax.set_yscale("log")
-    ax.set_ylabel("ms per iteration (median, 95% CI; log scale)")
-    ax.set_title("Scheduler microbenchmarks: old thread pool, today's Tokio, Go — and the 2019 figures")
-    return Figure(
+    return bar_figure(
         "scheduler_shapes",
         "Old vs new vs Go, beside the 2019 figures",
         "Every criterion sample (time per iteration) of every round for Tokio's runtimes and the 2019 thread "
         "pool (tokio-threadpool 0.1.18), one go test -bench result per round for Go at each GOMAXPROCS. The "
         "article's bars are its published single figures on its own, larger machine: compare the ratios, "
         "not the heights.",
-        fig,
+        data,
+        scale=1e3,
+        ylabel="ms per iteration (median, 95% CI; log scale)",
+        axes_title="Scheduler microbenchmarks: old thread pool, today's Tokio, Go — and the 2019 figures",
+        log=True,
+        size=(10, 4.8),
     )
 
 
