@@ -55,7 +55,7 @@ def test_every_empty_or_non_positive_input_is_refused_by_name():
     empty, one = np.array([]), np.array([1.0])
     for side, args in (("numerator", (empty, one)), ("denominator", (one, empty))):
         with pytest.raises(ValueError, match=rf"^ratio needs values in the {side}$"):
-            stats._unpaired(*args, 0.95)
+            stats._hodges_lehmann(*args, 0.95)
     with pytest.raises(ValueError, match=r"^ratio denominator has values <= 0: a ratio of medians needs positive"):
         ratio([1.0], [0.0])
     with pytest.raises(ValueError, match=r"^paired ratio needs equal counts, got 2 and 1$"):
@@ -64,7 +64,10 @@ def test_every_empty_or_non_positive_input_is_refused_by_name():
 
 def test_minimum_sizes_of_the_ratio_intervals():
     assert min_pairs() == 6 and min_pairs(0.99) == 8
-    assert unpaired_has_interval(7, 7) and not unpaired_has_interval(6, 7) and not unpaired_has_interval(7, 6)
+    assert stats.medians_ratio_has_interval(7, 7) and not stats.medians_ratio_has_interval(6, 7)
+    assert not stats.medians_ratio_has_interval(7, 6)
+    assert unpaired_has_interval(4, 4) and not unpaired_has_interval(3, 4) and not unpaired_has_interval(4, 3)
+    assert unpaired_has_interval(1, 50) and unpaired_has_interval(50, 1)  # C(51, 1) = 51 orderings
     assert not unpaired_has_interval(0, 100) and not unpaired_has_interval(100, 0)
     assert stats._per_side_tail(0.95) == pytest.approx((1 - math.sqrt(0.95)) / 2)
 
@@ -86,8 +89,23 @@ def test_paired_ratio_is_the_median_of_the_log_ratios_with_the_sign_test_interva
 
 
 def test_unpaired_ratio_below_its_minimum_keeps_the_estimate_and_the_smaller_n():
-    few = ratio([2.0, 4.0, 8.0, 16.0], [1.0, 2.0, 4.0])
+    few = stats.ratio_of_medians([2.0, 4.0, 8.0, 16.0], [1.0, 2.0, 4.0])
     _same(few, Summary(math.sqrt(32.0) / 2.0, math.nan, math.nan, 3, stats.METHOD_UNPAIRED, 7))
+    hl = ratio([2.0, 4.0, 8.0, 16.0], [1.0, 2.0, 4.0])  # C(7, 3) = 35 orderings: none as rare as 2.5%
+    _same(hl, Summary(2.0**1.5, math.nan, math.nan, 3, stats.METHOD_HL, 4))
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_normal_approximations_above_the_exact_limit_agree_with_the_exact_distributions(level):
+    m = stats._EXACT_CELLS // 8 + 1
+    exact_unpaired = stats._critical_rank(stats._mann_whitney_cdf(m, 8), level)
+    assert abs(stats._unpaired_rank(m, 8, level) - exact_unpaired) <= max(1, 0.03 * exact_unpaired)  # unbalanced:
+    # the approximation is coarser there
+    side = math.isqrt(stats._EXACT_CELLS) + 1
+    exact_square = stats._critical_rank(stats._mann_whitney_cdf(side, side), level)
+    assert abs(stats._unpaired_rank(side, side, level) - exact_square) <= max(1, 0.01 * exact_square)
+    assert stats._normal_rank(100.0, 10.0, 0.95) == math.floor(100 - 1.959963984540054 * 10 + 0.5)
+    assert stats._normal_rank(1.0, 10.0, 0.95) == 0
 
 
 # --- claims: the registry format and a verdict's record --------------------------------------------------

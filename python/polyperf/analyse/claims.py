@@ -36,7 +36,7 @@ import pandas as pd
 
 from polyperf.analyse.family import Family, adjust
 from polyperf.analyse.judge import MIN_REPEATS, Part, band_of, direction_of, judge_parts, num, size_band, tested_part
-from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, summarize
+from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, ratio_of_medians, summarize
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 from polyperf.record.catalogue import metric_info
 
@@ -328,7 +328,8 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
                 raise ValueError("a denominator count is 0")
             summary = exact_range((a / b).to_numpy())
         else:
-            summary = ratio(a.to_numpy(), b.to_numpy(), paired=claim.paired)
+            pair = (a.to_numpy(), b.to_numpy())
+            summary = ratio(*pair, paired=True) if claim.paired else ratio_of_medians(*pair)
     except ValueError as exc:
         return _Measured(None, f"no ratio can be formed: {exc}", len(a), len(b), unjudgeable=True)
     return _Measured(summary, "", len(a), len(b))
