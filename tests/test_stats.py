@@ -3,6 +3,7 @@ by simulation on data shaped like benchmark repeats (tests/stats_sim.py), at eve
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -11,7 +12,16 @@ from scipy.stats import quantile_test
 from stats_sim import SCENARIOS, repeats, rounds, truths
 
 from polyperf.analyse import stats
-from polyperf.analyse.stats import exact_range, min_pairs, paired_ratio, ratio, summarize, unpaired_has_interval
+from polyperf.analyse.stats import (
+    exact_range,
+    medians_ratio_has_interval,
+    min_pairs,
+    paired_ratio,
+    ratio,
+    ratio_of_medians,
+    summarize,
+    unpaired_has_interval,
+)
 
 TRIALS = 2000
 
@@ -50,7 +60,7 @@ def test_paired_ratio_is_the_median_of_ratios_with_scipys_interval_of_their_logs
 def test_unpaired_ratio_is_the_ratio_of_medians_with_each_sides_interval_at_sqrt_95():
     rng = np.random.default_rng(3)
     num, den = rng.lognormal(2.0, 0.2, 12), rng.lognormal(0.0, 0.2, 9)
-    u = ratio(num, den)
+    u = ratio_of_medians(num, den)
     assert u.median == pytest.approx(float(np.exp(np.median(np.log(num)) - np.median(np.log(den)))))
     per_side = math.sqrt(0.95)
     a = quantile_test(num, q=1.0, p=0.5).confidence_interval(per_side)
@@ -61,13 +71,39 @@ def test_unpaired_ratio_is_the_ratio_of_medians_with_each_sides_interval_at_sqrt
 
 def test_smallest_sizes_with_an_interval():
     assert min_pairs() == 6 and stats.UNPAIRED_MIN_N == 7
-    assert not unpaired_has_interval(6, 7) and not unpaired_has_interval(7, 6) and unpaired_has_interval(7, 7)
+    assert not medians_ratio_has_interval(6, 7) and not medians_ratio_has_interval(7, 6)
+    assert medians_ratio_has_interval(7, 7)
+    assert not unpaired_has_interval(3, 3) and not unpaired_has_interval(3, 4)
+    assert unpaired_has_interval(4, 4) and unpaired_has_interval(3, 5)
     assert not ratio([2.0] * 5, [1.0] * 5, paired=True).has_interval
     assert ratio([2.0] * 6, [1.0] * 6, paired=True).has_interval
-    assert not ratio([2.0] * 6, [1.0] * 9).has_interval and ratio([2.0] * 7, [1.0] * 7).has_interval
+    assert not ratio_of_medians([2.0] * 6, [1.0] * 9).has_interval
+    assert ratio_of_medians([2.0] * 7, [1.0] * 7).has_interval
+
+
+def _brute_mann_whitney_cdf(m, n):
+    us = []
+    for xs in itertools.combinations(range(m + n), m):  # ranks held by x
+        ys = [r for r in range(m + n) if r not in xs]
+        us.append(sum(x > y for x in xs for y in ys))
+    return np.array([sum(u <= k for u in us) for k in range(m * n + 1)]) / len(us)
+
+
+@pytest.mark.parametrize(("m", "n"), [(1, 1), (2, 3), (4, 4), (3, 5)])
+def test_mann_whitney_distribution_is_exact(m, n):
+    assert np.allclose(stats._mann_whitney_cdf(m, n), _brute_mann_whitney_cdf(m, n))
+
+
+@pytest.mark.parametrize(("m", "n"), [(1, 100), (8, 61), (30, 40)])
+def test_unequal_sizes_use_the_exact_distribution(m, n):
+    exact = stats._critical_rank(stats._mann_whitney_cdf(m, n), 0.95)
+    assert stats._unpaired_rank(m, n, 0.95) == exact
+    assert unpaired_has_interval(m, n) is (exact >= 1)
 
 
 def test_ratio_estimates_and_errors():
+    r = ratio([10.0, 11.0, 9.0, 10.5], [1.0, 1.1, 0.9, 1.05])  # Hodges-Lehmann, for compare and change points
+    assert r.median == pytest.approx(10.0) and r.low <= 10.0 <= r.high and r.method == stats.METHOD_HL
     paired = ratio([10.0, 20.0, 30.0, 40.0, 50.0, 60.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], paired=True)
     assert (paired.median, paired.low, paired.high) == pytest.approx((10.0, 10.0, 10.0))
     with pytest.raises(ValueError, match="<= 0"):
@@ -91,7 +127,9 @@ def test_p_values_decide_exactly_where_the_interval_excludes_the_threshold(metho
     for trial in range(150):
         n = int(rng.integers(6, 40))
         num, den = rng.lognormal(0.1, 0.2, n), rng.lognormal(0.0, 0.2, n + trial % 3)
-        s = {"median": summarize(num), "paired": paired_ratio(num, den[:n]), "unpaired": ratio(num, den)}[method]
+        s = {"median": summarize(num), "paired": paired_ratio(num, den[:n]), "unpaired": ratio_of_medians(num, den)}[
+            method
+        ]
         near = [b * (1 + e) for b in (s.low, s.high) for e in (-1e-9, 1e-9)]  # either side of each bound
         for t in [*near, (s.low + s.high) / 2, s.low * 0.99, s.high * 1.01, 1.0]:
             assert (s.p_above(t) <= 0.025) is (s.low > t), (n, t, s)
@@ -104,7 +142,7 @@ def _coverage(scenario: str, n: int, paired: bool) -> float:
     held = 0
     for _ in range(TRIALS):
         num, den = repeats(scenario, rng, n)
-        s = ratio(num, den, paired=paired)
+        s = ratio(num, den, paired=True) if paired else ratio_of_medians(num, den)
         held += s.low <= truth <= s.high
     return held / TRIALS
 

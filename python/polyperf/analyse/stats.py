@@ -12,19 +12,24 @@ reaches these functions. Every estimate and its interval come from one estimator
   logs. Estimand: the median of per-repeat ratios. It assumes only that the pairs are independent of each other,
   not that the log-ratios are symmetric: the Hodges-Lehmann signed-rank interval used before did, and with one
   skewed side and one tight side its coverage fell to 92% at n = 20 and 83% at n = 40. Needs n >= 6 pairs.
-- Ratio of independent samples: the ratio of the two medians, with an interval from each side's order-statistic
-  interval taken at sqrt(95%) (97.5%): when both hold, which independent sides do together with probability >= 95%,
-  the ratio of medians lies between low_num / high_den and high_num / low_den. Estimand: the ratio of the two
-  medians. No shape is assumed (the Hodges-Lehmann shift with its Moses interval used before assumes one shape on
-  both sides; with one skewed side and one tight side it covered about 91%); the price is width, and 7 + 7 repeats.
+- Ratio of independent samples, for verdicts (`ratio_of_medians`): the ratio of the two medians, with an interval
+  from each side's order-statistic interval taken at sqrt(95%) (97.5%): when both hold, which independent sides do
+  together with probability >= 95%, the ratio of medians lies between low_num / high_den and high_num / low_den.
+  Estimand: the ratio of the two medians. No shape is assumed (the Hodges-Lehmann shift with its Moses interval
+  assumes one shape on both sides; with one skewed side and one tight side it covered about 91%); the price is
+  width, and 7 + 7 repeats.
+- Ratio of independent samples, for comparing one benchmark across two runs (`ratio(paired=False)`: compare,
+  change points): the Hodges-Lehmann shift of the log-values with its Moses interval at the exact Mann-Whitney
+  critical value, the estimator that matches their Mann-Whitney test. Estimand: the median of the ratio of a random
+  repeat of B to one of A. It assumes one noise shape on both sides, as two runs of one benchmark have; 4 + 4.
 How these relate to an article's mean (hyperfine's mean, criterion's point estimate): when the noise of each side is
 small next to the effect, as in the articles (hyperfine's 11.43x ± 0.63), a median of ratios, a ratio of medians and a
 ratio of means agree to within that noise; a right-skewed side (a few slow repeats) pulls its mean up and leaves the
 median where most repeats are, so a ratio of means can exceed these estimates by about the skew of the slower side.
 
 Coverage measured by simulation (tests/test_stats.py, 2,000 seeded runs per cell, truth inside the 95% interval;
-n = 6, 10, 20, 50 pairs; unpaired 4 + 4, 10 + 10, 20 + 20, 50 + 50):
-  scenario (tests/stats_sim.py)                          paired n = 6 / 10 / 20 / 50    unpaired 7 / 10 / 20 / 50
+n = 6, 10, 20, 50 pairs; ratio of medians 7 + 7, 10 + 10, 20 + 20, 50 + 50):
+  scenario (tests/stats_sim.py)                          paired n = 6 / 10 / 20 / 50    medians 7 / 10 / 20 / 50
   noise shapes differ (one side skewed, one tight)       96.6 / 98.0 / 95.6 / 96.0%     99.5 / 99.0 / 99.2 / 98.9%
   shared drift + AR(1) across repeats (+ per-side AR(1)) 96.2 / 96.9 / 94.3 / 95.7%     100 / 100 / 100 / 100%
   a random effect per process (5 rounds each)            96.9 / 98.2 / 96.5 / 96.8%     100 / 100 / 100 / 100%
@@ -40,22 +45,28 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from scipy.stats import binom
+from scipy.stats import binom, norm
 
 __all__ = [
     "LEVEL",
     "Summary",
     "exact_range",
+    "medians_ratio_has_interval",
     "min_pairs",
     "paired_ratio",
     "ratio",
+    "ratio_of_medians",
     "summarize",
     "unpaired_has_interval",
 ]
 
 LEVEL = 0.95
+# Up to this size the exact Mann-Whitney null distribution is computed (well under a second, then cached); beyond,
+# the normal approximation with a continuity correction.
+_EXACT_CELLS = 40_000  # m x n of the Mann-Whitney table (200 + 200 takes about a second)
 METHOD_MEDIAN = "order-statistic interval of the median"
 METHOD_UNPAIRED = "ratio of medians, order-statistic intervals of each side"
+METHOD_HL = "Hodges-Lehmann ratio, Moses (Mann-Whitney) interval"
 METHOD_PAIRED = "median of paired ratios, sign-test interval"
 METHOD_EXACT = "exact counts: range over every repeat"
 
@@ -68,7 +79,8 @@ class Summary:
 
     `p_above(t)` / `p_below(t)`: one-sided p-values of "the estimand is above (below) t", from the same test whose
     inversion gives the interval, so `p_above(t) <= (1 - LEVEL) / 2` exactly when the whole interval lies above t.
-    NaN for exact counts, which are judged on every repeat instead."""
+    NaN for exact counts, which are judged on every repeat instead, and for the Hodges-Lehmann ratio, whose test is
+    the caller's Mann-Whitney."""
 
     median: float
     low: float
@@ -173,6 +185,34 @@ def exact_range(values: Sequence[float]) -> Summary:
     return Summary(float(np.median(data)), float(data.min()), float(data.max()), int(data.size), METHOD_EXACT, 1)
 
 
+@lru_cache(maxsize=256)
+def _mann_whitney_cdf(m: int, n: int) -> np.ndarray:
+    """P(U <= u) for u = 0 .. m*n under the null (no ties), by the recurrence on the largest observation."""
+    # counts[j] holds the distribution of U for sizes (i, j) while i runs from 0 to m
+    counts = [np.ones(1) for _ in range(n + 1)]
+    for i in range(1, m + 1):
+        row = [np.ones(1)]
+        for j in range(1, n + 1):
+            out = np.zeros(i * j + 1)
+            out[j : j + counts[j].size] += counts[j]  # the largest is an x: it beats all j ys
+            out[: row[j - 1].size] += row[j - 1]  # the largest is a y: it adds nothing
+            row.append(out)
+        counts = row
+    dist = counts[n]
+    return np.cumsum(dist) / dist.sum()
+
+
+def _normal_rank(mean: float, sd: float, level: float) -> int:
+    z = norm.ppf(1 - (1 - level) / 2)
+    return max(0, math.floor(mean - z * sd + 0.5))
+
+
+def _unpaired_rank(m: int, n: int, level: float) -> int:
+    if m * n <= _EXACT_CELLS:
+        return _critical_rank(_mann_whitney_cdf(m, n), level)
+    return _normal_rank(m * n / 2, math.sqrt(m * n * (m + n + 1) / 12), level)
+
+
 def min_pairs(level: float = LEVEL) -> int:
     """The smallest number of pairs at which the sign-test interval exists (6 at 95%)."""
     return _median_min_n(level)
@@ -195,9 +235,14 @@ def _per_side_tail(level: float) -> float:
     return (1 - math.sqrt(level)) / 2
 
 
-def unpaired_has_interval(m: int, n: int, level: float = LEVEL) -> bool:
+def medians_ratio_has_interval(m: int, n: int, level: float = LEVEL) -> bool:
     tail = _per_side_tail(level)
     return m >= 1 and n >= 1 and _side_rank(m, tail) >= 1 and _side_rank(n, tail) >= 1
+
+
+def unpaired_has_interval(m: int, n: int, level: float = LEVEL) -> bool:
+    """Whether the Hodges-Lehmann ratio has its Moses interval at these sizes (4 + 4 at 95%)."""
+    return m >= 1 and n >= 1 and _unpaired_rank(m, n, level) >= 1
 
 
 def _positive_logs(values: np.ndarray, side: str) -> np.ndarray:
@@ -218,7 +263,7 @@ def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], level
     return _order_statistic_summary(d, METHOD_PAIRED, level, log=True)
 
 
-def _unpaired(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
+def _medians_ratio(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
     """Ratio of the two medians; its interval divides each side's order-statistic interval at sqrt(level) by the
     other's (both hold together with probability >= level when the sides are independent, whatever their shapes)."""
     x, y = np.sort(_positive_logs(num, "numerator")), np.sort(_positive_logs(den, "denominator"))
@@ -254,18 +299,41 @@ def _unpaired(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
     return Summary(point, math.exp(low), math.exp(high), min(m, n), METHOD_UNPAIRED, UNPAIRED_MIN_N, tails)
 
 
+def _hodges_lehmann(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
+    x, y = _positive_logs(num, "numerator"), _positive_logs(den, "denominator")
+    diffs = np.sort(np.subtract.outer(x, y).ravel())
+    point = float(np.exp(np.median(diffs)))
+    k = _unpaired_rank(x.size, y.size, level)
+    n = int(min(x.size, y.size))
+    if k < 1:
+        return Summary(point, math.nan, math.nan, n, METHOD_HL, 4)
+    low, high = float(np.exp(diffs[k - 1])), float(np.exp(diffs[diffs.size - k]))
+    return Summary(point, low, high, n, METHOD_HL, 4)
+
+
+def ratio_of_medians(numerator: Sequence[float], denominator: Sequence[float], level: float = LEVEL) -> Summary:
+    """The ratio of the medians of two independent samples, with an interval that assumes no shape (verdicts use it
+    for an unpaired entry): each side's order-statistic interval at sqrt(level). NaN bounds below 7 + 7."""
+    num, den = _finite(numerator), _finite(denominator)
+    if num.size == 0 or den.size == 0:
+        raise ValueError("ratio needs values on both sides")
+    return _medians_ratio(num, den, level)
+
+
 def ratio(
     numerator: Sequence[float], denominator: Sequence[float], *, paired: bool = False, level: float = LEVEL
 ) -> Summary:
     """The ratio numerator / denominator of two sets of independent repeats, with its interval.
 
     `paired=True`: element i of each side was measured in the same repeat (the caller joins them by key): the median
-    of per-repeat ratios (`paired_ratio`). Otherwise the two sides are independent samples of any sizes.
+    of per-repeat ratios (`paired_ratio`). Otherwise the two sides are independent samples of any sizes: the
+    Hodges-Lehmann ratio with its Moses interval, which matches a Mann-Whitney test and assumes one noise shape on
+    both sides (the same benchmark in two runs: compare, change points); `ratio_of_medians` assumes none.
     """
     num, den = _finite(numerator), _finite(denominator)
     if num.size == 0 or den.size == 0:
         raise ValueError("ratio needs values on both sides")
-    return paired_ratio(num, den, level) if paired else _unpaired(num, den, level)
+    return paired_ratio(num, den, level) if paired else _hodges_lehmann(num, den, level)
 
 
 MEDIAN_MIN_N = _median_min_n()
