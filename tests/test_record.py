@@ -1,6 +1,6 @@
-"""Facts of record/ (the row schema and its upgrade, the recorder, the rows of a build and of a load run,
-env.json) that its other tests left unchecked: each assertion here kills mutants that `nox -s mutants`
-found surviving. Exact values throughout: every number is computed by hand from the inputs."""
+"""Facts of record/: the row schema and its upgrade, the recorder, the rows of a build and of a load run, the run
+directory and env.json. Exact values throughout: every number is computed by hand from the inputs (what
+`nox -s mutants` asks of the tests of record/)."""
 
 from __future__ import annotations
 
