@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 
 from polyperf.analyse.family import Family, adjust
-from polyperf.analyse.judge import MIN_REPEATS, Part, band_of, direction_of, judge_parts, num, size_band, tested_part
+from polyperf.analyse.headline import headline, rule_text
+from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, size_band, tested_part
 from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, ratio_of_medians, summarize
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 from polyperf.record.catalogue import metric_info
@@ -335,65 +336,6 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
     return _Measured(summary, "", len(a), len(b))
 
 
-def _rule_text(claim: Claim) -> str:
-    """The rule in words: the direction or band, then what counts as the published size."""
-    rule = claim.rule
-    direction, band = direction_of(rule), band_of(rule, claim.center)
-    if direction is not None:
-        threshold, side = direction
-        text = f"direction: reproduced if the whole interval is {side} {num(threshold)}"
-    else:
-        lo, hi = band or (math.nan, math.nan)
-        factor = rule["kind"] == "within_factor"
-        how = f"÷/× {float(rule['factor']):g}" if factor else f"± {num(float(rule['tolerance']))}"
-        text = f"reproduced if the interval lies within {num(lo)}–{num(hi)} ({num(claim.center or 0.0)} {how})"
-    size = claim.size_band
-    if size is not None and not (band is not None and "center" not in rule):
-        how = f"÷/× {claim.margin:g}" if claim.margin else f"± {num(claim.margin_abs or 0.0)}"
-        text += f"; size: as published within {num(size[0])}–{num(size[1])} ({num(claim.published or 0.0)} {how})"
-    if rule.get("why"):
-        text += f"; {rule['why']}"
-    return text
-
-
-def _figure(value: float, unit: str, digits: int = 3) -> str:
-    """A number for a headline: `63.5x`, `2,009,109 syscalls`, `0.0123 s`."""
-    if unit == "x":
-        return f"{value:.{digits}g}x"
-    text = f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 100 else f"{value:.{digits}g}"
-    return f"{text} {unit}"
-
-
-def _size_words(v: Verdict) -> str:
-    c, m, ratio_ = v.claim, v.measured, v.size_ratio
-    if m is None or v.size is None or c.published is None:
-        return ""
-    if c.unit == "x":
-        both = f"({_figure(m.median, c.unit)} vs {_figure(c.published, c.unit, 6)})"
-    else:
-        both = f"({_figure(m.median, c.unit).removesuffix(' ' + c.unit)} vs {_figure(c.published, c.unit, 6)})"
-    if v.size in ("larger", "smaller") and ratio_ is not None and ratio_[0] > 0:
-        factor = ratio_[0] if v.size == "larger" else 1 / ratio_[0]
-        return f"{factor:.2g}x {v.size} than published {both}"
-    if v.size == "as published":
-        return f"as published {both}"
-    return f"size inconclusive {both}"
-
-
-def _headline(v: Verdict) -> str:
-    """ "reproduced, 5.6x larger than published (63.5x vs 11.43x)"; the band's verdict where no direction is claimed."""
-    if v.measured is None:
-        return v.verdict
-    if v.direction is not None:
-        head = {"opposite": "opposite direction"}.get(v.direction, v.direction)
-    else:
-        head = v.verdict
-        if "center" not in v.claim.rule and v.size is not None:  # the band is the published size itself
-            return f"{head}: {_size_words(v)}"
-    size = _size_words(v)
-    return f"{head}, {size}" if size else f"{head} ({_figure(v.measured.median, v.claim.unit)})"
-
-
 _VERDICT_OF = {"reproduced": "reproduced", "inside": "reproduced", "inconclusive": "inconclusive"}
 _VERDICT_OF |= dict.fromkeys(("opposite", "above", "below"), "not reproduced")
 
@@ -441,7 +383,7 @@ def _verdict(
     n_sides = {"n_numerator": measured.n_numerator, "n_denominator": measured.n_denominator}
     if measured.summary is None:
         verdict = "inconclusive" if measured.unjudgeable else "not measured"
-        return Verdict(claim, verdict, None, _rule_text(claim), measured.missing, **n_sides, headline=verdict)
+        return Verdict(claim, verdict, None, rule_text(claim), measured.missing, **n_sides, headline=verdict)
     main = parts.get("direction") or parts["band"]
     size = parts.get("size")
     reason = main.reason
@@ -451,7 +393,7 @@ def _verdict(
         claim,
         _VERDICT_OF[main.outcome],
         measured.summary,
-        _rule_text(claim),
+        rule_text(claim),
         reason,
         floor,
         **n_sides,
@@ -461,7 +403,7 @@ def _verdict(
         adjusted=adj,
         family=fam,
     )
-    return replace(v, headline=_headline(v))
+    return replace(v, headline=headline(v))
 
 
 def verdict_table(verdicts: Iterable[Verdict]) -> pd.DataFrame:
