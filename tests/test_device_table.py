@@ -16,7 +16,7 @@ from polyperf.build import build
 from polyperf.load.locust_post import device_body
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import ConnectionProbe, is_db_bound, postmaster_pid, tree_pss, tree_rss
-from polyperf.measure.rows_check import DeviceTable, check_rows, parse_request_lines, table_name
+from polyperf.measure.device_table import DeviceTable, check_rows, parse_request_lines, table_name
 from polyperf.serve.postgres import ThrowawayPostgres
 from polyperf.serve.server import Server
 

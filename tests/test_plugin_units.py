@@ -19,7 +19,7 @@ import pytest
 from polyperf.errors import PolyperfError
 from polyperf.load.common import LoadResult
 from polyperf.measure.count_parse import IoCounts
-from polyperf.measure.rows_check import RowsCheck
+from polyperf.measure.device_table import RowsCheck
 from polyperf.measure.sampler import Measurement, Usage
 from polyperf.orchestrate import count_runs, db_runs
 from polyperf.record import pytest_plugin as plugin

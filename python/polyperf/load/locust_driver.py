@@ -17,7 +17,7 @@ whole milliseconds below 100 ms: `latency_resolution` says so, and reports must 
 
 POST mode (`method="POST"`, `body`: a JSON string, or "devices" for a random device per request):
 `think` seconds between a user's requests, `timeout` per request, stopped users finish their request,
-and every request is logged (`extra["requests_logs"]`, read with `polyperf.measure.rows_check`).
+and every request is logged (`extra["requests_logs"]`, read with `polyperf.measure.device_table`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import ConnectionProbe, is_db_bound
-from polyperf.measure.rows_check import (
+from polyperf.measure.device_table import (
     DeviceTable,
     RowsCheck,
     check_rows,
