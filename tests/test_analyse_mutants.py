@@ -144,8 +144,8 @@ def test_a_claims_file_loads_with_its_defaults(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ('colour = "red"', "unknown field(s) colour (known: "),
-        ('kind = "guess"', "kind must be one of claim, check, derived, not 'guess'"),
+        ('colour = "red"', "colour: unknown field (known: "),
+        ('kind = "guess"', "kind: must be one of claim, check, derived, not 'guess'"),
     ],
 )
 def test_a_claims_file_with_a_bad_field_is_refused_in_one_line(tmp_path, extra, message):
@@ -164,24 +164,25 @@ def _refusal(tmp_path, text):
 
 def test_every_malformed_entry_names_itself_and_what_is_wrong(tmp_path):
     entry = ENTRY.format(id="a", extra="")
-    assert _refusal(tmp_path, entry.replace('suite = "io"\n', "")) == "entry 'a': missing field(s) suite"
+    assert _refusal(tmp_path, entry.replace('suite = "io"\n', "")) == "entry 'a': suite: missing (required)"
     assert _refusal(tmp_path, entry.replace('"ratio"', '"mean"')) == (
-        "entry 'a': measure must be 'ratio' or 'value', not 'mean'"
+        "entry 'a': measure: must be one of ratio, value, not 'mean'"
     )
     assert _refusal(tmp_path, entry.replace('denominator = { variant = "fast" }\n', "")) == (
-        "entry 'a': a ratio needs numerator and denominator"
+        "entry 'a': denominator: a ratio needs it"
     )
     assert _refusal(tmp_path, entry.replace('"within_factor"', '"about"')) == (
-        "entry 'a': rule.kind must be one of within_factor, within_abs, less_than, greater_than, not 'about'"
+        "entry 'a': rule.kind: must be one of within_factor, within_abs, less_than, greater_than, found text 'about'"
     )
     assert _refusal(tmp_path, entry.replace("published = 2.0\n", "")) == (
-        "entry 'a': a within_factor rule needs `published` or `rule.center`"
+        "entry 'a': rule: a within_factor rule needs `published` or `rule.center` (its centre)"
     )
     assert _refusal(tmp_path, entry.replace("factor = 1.5", "tolerance = 1")) == (
-        "entry 'a': a within_factor rule needs rule.factor"
+        "entry 'a': rule: a within_factor rule needs rule.factor; "
+        "rule.tolerance: unknown key of a within_factor rule (known: center, factor, kind, why)"
     )
     assert _refusal(tmp_path, entry.replace('kind = "within_factor", factor = 1.5', 'kind = "less_than"')) == (
-        "entry 'a': a less_than rule needs rule.threshold"
+        "entry 'a': rule: a less_than rule needs rule.threshold"
     )
     assert _refusal(tmp_path, entry + ENTRY.format(id="a", extra="")) == "ids used twice: a"
     assert _refusal(tmp_path, "[[claims]\n").startswith("not valid TOML: ")
@@ -588,7 +589,7 @@ def test_measurements_that_cannot_be_made_say_why():
     assert v.verdict == "inconclusive" and v.reason.startswith("no ratio can be formed: ratio denominator has values")
     blank = _tidy_rows([("v", "seconds:s", [math.nan] * 3, 0)])
     [v] = evaluate(blank, [_entry({"kind": "less_than", "threshold": 1})])
-    assert (v.verdict, v.reason) == ("inconclusive", "every selected value is missing (NaN)")
+    assert (v.verdict, v.reason) == ("inconclusive", "no valid values (every selected value is NaN)")
 
 
 def test_exact_paired_counts_are_a_ratio_per_repeat_and_repeats_are_medians_of_their_samples():

@@ -168,7 +168,7 @@ def test_a_series_with_no_valid_values_leaves_the_rest_of_the_report(tmp_path, b
     code, out, err = _cli("verdicts", str(run_dir), "--claims", str(claims), "--json")
     assert code == 0, err
     (verdict,) = json.loads(out)
-    assert verdict["verdict"] == "inconclusive"
+    assert (verdict["verdict"], verdict["reason"]) == ("inconclusive", "no valid values (every numerator value is NaN)")
     good = _run(tmp_path, "base")
     code, out, err = _cli("compare", str(good), str(run_dir), "--fail-on-regression", "0")
     _assert_one_line(code, out, err)
@@ -197,10 +197,10 @@ def test_a_results_jsonl_folder_is_named_in_one_line(tmp_path):
 BAD_CLAIMS = [
     ({"claims": [_claim(rule="x")]}, "entry 'mine.slow_parse': rule: must be a table"),
     ({"claims": [_claim(select="x")]}, "entry 'mine.slow_parse': select: must be a table"),
-    ({"claims": 5}, "no [[claims]] entries"),
-    ({"claim": [_claim()]}, "claim: unknown key (did you mean claims?)"),
+    ({"claims": 5}, "claims must be [[claims]] tables, found a number 5"),
+    ({"claim": [_claim()]}, "claim: unknown table (did you mean claims?)"),
     ({"claims": [_claim(rule={"kind": "within_factor", "factor": 2.0, "centre": 3.0})]}, "rule.centre: unknown key"),
-    ({"claims": [_claim(select={"case": "parse", "cass": 1})]}, "select.cass: unknown key (did you mean case?)"),
+    ({"claims": [_claim(select={"case": "parse", "cass": 1})]}, "select.cass: unknown column (did you mean case?)"),
     ({"claims": [_claim(published="eleven")]}, "entry 'mine.slow_parse': published: must be a number"),
     ({"claims": [_claim(published=0)]}, "published: must be above 0 for a ratio"),
     ({"claims": [_claim(published=-2.0)]}, "published: must be above 0 for a ratio"),
@@ -211,9 +211,12 @@ BAD_CLAIMS = [
     ({"claims": [_claim(min_effect=-0.1)]}, "min_effect: must be at least 0"),
     ({"claims": [_claim(paired="yes")]}, "paired: must be true or false"),
     ({"claims": [_claim(measure="value")]}, 'numerator: only a measure = "ratio" entry has one'),
-    ({"claims": [_claim(rule={"kind": "less_than", "threshold": 1, "factor": 2})]}, "rule.factor: unknown key"),
+    (
+        {"claims": [_claim(rule={"kind": "less_than", "threshold": 1, "factor": 2})]},
+        "rule.factor: unknown key of a less_than rule",
+    ),
     ({"claims": [_claim(metric=None)]}, "metric: missing"),
-    ({"claims": [_claim(colour="red")]}, "colour: unknown key"),
+    ({"claims": [_claim(colour="red")]}, "colour: unknown field"),
     ({"claims": [1]}, "entry #1: must be a [[claims]] table"),
 ]
 
@@ -342,6 +345,7 @@ _TOML_VALUES = st.one_of(
     st.dictionaries(st.sampled_from(["kind", "case", "x", "center", "factor"]), st.integers(), max_size=2),
 )
 _TABLE_KEYS = ["rule", "select", "numerator", "denominator"]
+_NOT_FIELDS = ["colour", "publshed", "Rule"]
 _RULE_PARTS = ["kind", "factor", "tolerance", "threshold", "center", "why", "centre", "x"]
 
 
@@ -349,7 +353,6 @@ _RULE_PARTS = ["kind", "factor", "tolerance", "threshold", "center", "why", "cen
 def _claims_data(draw: st.DrawFn) -> tuple[dict[str, Any], bool]:
     """(a claims file's data, whether it is surely wrong)."""
     entry = _claim()
-    wrong = False
     for _ in range(draw(st.integers(0, 3))):
         where = draw(st.sampled_from(["entry", "drop", "rule", "select", "unknown"]))
         if where == "entry":
@@ -362,10 +365,9 @@ def _claims_data(draw: st.DrawFn) -> tuple[dict[str, Any], bool]:
         elif where == "select" and isinstance(entry.get("select"), dict):
             entry["select"] = {**entry["select"], draw(st.text(min_size=1, max_size=5)): draw(_TOML_VALUES)}
         elif where == "unknown":
-            entry[draw(st.sampled_from(["colour", "publshed", "Rule"]))] = draw(_TOML_VALUES)
-            wrong = True
+            entry[draw(st.sampled_from(_NOT_FIELDS))] = draw(_TOML_VALUES)
     top = draw(st.sampled_from(["claims", "claims", "claims", "claim", "5"]))
-    wrong = wrong or top != "claims"
+    wrong = top != "claims" or bool(set(entry) & set(_NOT_FIELDS))
     return ({"claims": 5} if top == "5" else {top: [entry]}), wrong
 
 

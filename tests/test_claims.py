@@ -214,7 +214,7 @@ rule = { kind = "greater_than", threshold = 1.0, why = "direction" }
 
 @pytest.mark.parametrize(
     ("extra", "message"),
-    [("colour = 'red'", "unknown field"), ("kind = 'belief'", "kind must be"), ("", "")],
+    [("colour = 'red'", "colour: unknown field"), ("kind = 'belief'", "kind: must be one of"), ("", "")],
 )
 def test_bad_entries_fail_in_one_line(tmp_path, extra, message):
     path = tmp_path / "bad.toml"

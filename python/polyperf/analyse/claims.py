@@ -314,9 +314,12 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
         rows = selected[0][0]
         values = per_repeat(rows).dropna()
         if values.empty:
-            return _Measured(None, "every selected value is missing (NaN)", unjudgeable=True)
+            return _Measured(None, "no valid values (every selected value is NaN)", unjudgeable=True)
         return _Measured(exact_range(values) if _is_exact(rows) else summarize(values.to_numpy()))
     (num, _), (den, _) = selected
+    for rows, side in ((num, "numerator"), (den, "denominator")):
+        if rows["value"].isna().all():  # left out when loaded (NaN, out of range, negative), or measured as NaN
+            return _Measured(None, f"no valid values (every {side} value is NaN)", unjudgeable=True)
     a, b = per_repeat(num), per_repeat(den)
     if claim.paired:
         joined = pd.concat({"num": a, "den": b}, axis=1, join="inner")

@@ -57,6 +57,12 @@ def _number(low: float | None = None, *, above: bool = False, positive_for_ratio
     return check
 
 
+def _kind(value: Any, entry: Mapping[str, Any]) -> str:
+    from polyperf.analyse.claims import KINDS  # where the kinds are judged
+
+    return _text(choices=KINDS)(value, entry)
+
+
 def _boolean(value: Any, _entry: Mapping[str, Any]) -> str:
     return "" if isinstance(value, bool) else f"must be true or false, found {_shown(value)}"
 
@@ -85,7 +91,7 @@ ENTRY_FIELDS: dict[str, tuple[bool, Check]] = {  # field -> (required, check)
     "denominator": (False, _table),
     "paired": (False, _boolean),
     "note": (False, _text()),
-    "kind": (False, _text(nonempty=True)),  # the kinds themselves: claims.KINDS
+    "kind": (False, _kind),
     "min_effect": (False, _number(0)),
     "requires": (False, _text()),
     "margin": (False, _number(1, above=True)),
@@ -114,17 +120,17 @@ SELECT_KEYS: dict[str, tuple[type, ...]] = {
 _PARAM_VALUE = (str, int, float, bool, list)
 
 
-def _unknown(keys: Collection[str], known: Collection[str], what: str) -> list[str]:
+def _unknown(keys: Collection[str], known: Collection[str], what: str, noun: str = "field") -> list[str]:
     problems = []
     for key in sorted(set(keys) - set(known)):
         near = difflib.get_close_matches(key, list(known), n=1)
         hint = f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(sorted(known))})"
-        problems.append(f"{what}{key}: unknown key{hint}")
+        problems.append(f"{what}{key}: unknown {noun}{hint}")
     return problems
 
 
 def _check_selection(name: str, spec: Mapping[str, Any]) -> list[str]:
-    problems = _unknown(spec, SELECT_KEYS, f"{name}.")
+    problems = _unknown(spec, SELECT_KEYS, f"{name}.", "column")
     for key, value in spec.items():
         types = SELECT_KEYS.get(key)
         if types is None:
@@ -147,15 +153,14 @@ def _check_rule(rule: Mapping[str, Any], entry: Mapping[str, Any]) -> list[str]:
     if not isinstance(kind, str) or kind not in RULE_KEYS:
         return [f"rule.kind: must be one of {', '.join(RULE_KEYS)}, found {_shown(kind)}"]
     own = RULE_KEYS[kind]
-    problems = _unknown(rule, {"kind", "why", *own}, "rule.")
     needed = next(iter(own))
-    if needed not in rule:
-        problems.append(f"rule.{needed}: a {kind} rule needs it")
+    problems = [] if needed in rule else [f"rule: a {kind} rule needs rule.{needed}"]
+    problems += _unknown(rule, {"kind", "why", *own}, "rule.", f"key of a {kind} rule")
     if "why" in rule and not isinstance(rule["why"], str):
         problems.append(f"rule.why: must be text, found {_shown(rule['why'])}")
     problems += [f"rule.{key}: {why}" for key, check in own.items() if key in rule and (why := check(rule[key], entry))]
     if kind.startswith("within_") and "center" not in rule and "published" not in entry:
-        problems.append(f"rule: a {kind} rule is centred on `published` or rule.center; the entry has neither")
+        problems.append(f"rule: a {kind} rule needs `published` or `rule.center` (its centre)")
     published = entry.get("published")
     ratio = entry.get("measure") == "ratio"  # a ratio's published figure is checked above 0 by itself
     if kind == "within_factor" and "center" not in rule and _is_number(published) and published <= 0 and not ratio:
@@ -171,13 +176,13 @@ def _check_entry(entry: Mapping[str, Any], extra: Collection[str]) -> list[str]:
     for key, value in entry.items():
         if key in ENTRY_FIELDS and (why := ENTRY_FIELDS[key][1](value, entry)):
             problems.append(f"{key}: {why}")
-    ratio = entry.get("measure") == "ratio"
+    ratio, value = entry.get("measure") == "ratio", entry.get("measure") == "value"
     for side in ("numerator", "denominator"):
         if ratio and side not in entry:
             problems.append(f"{side}: a ratio needs it")
-        if not ratio and side in entry:
+        if value and side in entry:
             problems.append(f'{side}: only a measure = "ratio" entry has one')
-    if not ratio and entry.get("paired") is True:
+    if value and entry.get("paired") is True:
         problems.append('paired: only a measure = "ratio" entry is paired')
     for side in ("select", "numerator", "denominator"):
         if isinstance(entry.get(side), dict):
@@ -195,13 +200,12 @@ def _one_line(where: str, problems: list[str], shown: int = 3) -> str:
 def check_claims_data(data: Mapping[str, Any], where: str, known: Collection[str] = ()) -> list[dict[str, Any]]:
     """The entries of a parsed claims file, each checked; raises ValueError naming `where`, the entry and the
     field. `known`: further entry fields to accept unchecked (those of `claims.Claim`)."""
-    top = _unknown(data, {"claims"}, "")
+    top = _unknown(data, {"claims"}, "", "table")
     if top:
         raise ValueError(_one_line(where, [f"{p}; the entries go in [[claims]] tables" for p in top]))
-    entries = data.get("claims")
+    entries = data.get("claims", [])  # an empty file has no entries; `claims = 5` is an error
     if not isinstance(entries, list):
-        found = "nothing" if entries is None else _shown(entries)
-        raise ValueError(f"{where}: no [[claims]] entries (claims must be an array of tables, found {found})")
+        raise ValueError(f"{where}: claims must be [[claims]] tables, found {_shown(entries)}")
     checked = []
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict):
