@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from polyperf.load.common import LoadResult
+from polyperf.load.result import LoadResult
 from polyperf.measure.database import ConnectionProbe
 from polyperf.measure.sampler import Measurement, Usage, measure
 from polyperf.orchestrate.db_runs import Database, PostRuns

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from polyperf.errors import ServerFailed
-from polyperf.load.common import LoadFailed, LoadResult
+from polyperf.load.result import LoadFailed, LoadResult
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.sampler import Measurement, Usage
 from polyperf.orchestrate import load_suite

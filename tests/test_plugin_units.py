@@ -17,7 +17,7 @@ from typing import ClassVar
 import pytest
 
 from polyperf.errors import PolyperfError
-from polyperf.load.common import LoadResult
+from polyperf.load.result import LoadResult
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.device_table import RowsCheck
 from polyperf.measure.sampler import Measurement, Usage

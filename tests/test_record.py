@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from polyperf.build.builder import BuildResult
-from polyperf.load.common import LoadResult
+from polyperf.load.result import LoadResult
 from polyperf.measure.sampler import Measurement, Usage
 from polyperf.record import env as env_mod
 from polyperf.record import run_dir as run_dir_mod

@@ -121,7 +121,7 @@ def _print(result: Any) -> None:
 
 def _cmd_load(args: argparse.Namespace) -> int:
     from polyperf.load import require_target
-    from polyperf.load.common import LoadUnanswered, require_answered
+    from polyperf.load.result import LoadUnanswered, require_answered
     from polyperf.record.run import Run
 
     # before anything is created or started; every generator then gets the one canonical URL

@@ -25,7 +25,7 @@ from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import cargo_install
-from polyperf.load.common import PERCENTILES, LoadFailed, LoadResult, check_target
+from polyperf.load.result import PERCENTILES, LoadFailed, LoadResult, check_target
 
 __all__ = [
     "DRILL_VERSION",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TypedDict
 
-from polyperf.load.common import Bounds, LoadResult, OnSpawn
+from polyperf.load.result import Bounds, LoadResult, OnSpawn
 
 __all__ = ["BombardierOptions", "Driver", "LocustOptions", "OhaOptions", "WrkOptions"]
 

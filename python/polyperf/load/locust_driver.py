@@ -33,7 +33,7 @@ from pathlib import Path
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.net import free_port
-from polyperf.load.common import Bounds, LoadFailed, LoadResult, OnSpawn, check_target
+from polyperf.load.result import Bounds, LoadFailed, LoadResult, OnSpawn, check_target
 
 __all__ = ["DEFAULT_MASTER_PORT", "LOCUST_RESOLUTION", "connect_host", "parse_hostport", "run_locust"]
 

@@ -29,7 +29,7 @@ from polyperf.common.logs import log_tail
 from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import cargo_install
 from polyperf.errors import ToolchainMissing
-from polyperf.load.common import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
+from polyperf.load.result import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
 
 __all__ = [
     "OHA_VERSION",

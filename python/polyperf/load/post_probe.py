@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from polyperf.common.background import BackgroundLoop
-from polyperf.load.common import require_loopback
+from polyperf.load.result import require_loopback
 from polyperf.load.locust_post import device_body
 
 __all__ = ["PostProbe"]

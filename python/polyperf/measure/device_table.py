@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polyperf.load.common import LoadResult
+from polyperf.load.result import LoadResult
 
 __all__ = [
     "DeviceTable",

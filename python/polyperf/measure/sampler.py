@@ -27,7 +27,7 @@ from typing import Self
 import psutil
 
 from polyperf.common.background import BackgroundLoop
-from polyperf.load.common import LoadResult, OnSpawn
+from polyperf.load.result import LoadResult, OnSpawn
 
 __all__ = [
     "CLIENT_CPU_LIMIT",

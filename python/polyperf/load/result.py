@@ -1,4 +1,4 @@
-"""What every load driver shares: the bounds of a run, the loopback-only rule (another host only by explicit
+"""What every load driver shares, and what it reports: the bounds of a run, the loopback-only rule (another host only by explicit
 opt-in), and `LoadResult`, the one shape in which oha, wrk and locust report back (base units: seconds,
 counts, requests per second).
 
