@@ -31,8 +31,8 @@ from polyperf.load import (
     run_oha,
     run_wrk,
 )
-from polyperf.load.result import LoadResult
 from polyperf.load.native_driver import oha_counts, wrk_counts
+from polyperf.load.result import LoadResult
 from polyperf.measure.sampler import Sample, is_client_bound, measure, window_usage
 from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record import Recorder

@@ -17,8 +17,8 @@ from urllib3.util import parse_url
 
 from polyperf.errors import ToolchainMissing
 from polyperf.load import TargetNotLoopback, require_target
-from polyperf.load.result import LoadResult, failure_reason, require_answered
 from polyperf.load.locust_driver import parse_hostport
+from polyperf.load.result import LoadResult, failure_reason, require_answered
 from polyperf.load.target import Target, TargetRefused, parse_target
 from polyperf.load.worker_job import JobRefused, OhaJob, UsersJob, oha_command
 

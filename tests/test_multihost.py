@@ -23,9 +23,9 @@ import pytest
 
 from polyperf.build import build
 from polyperf.load import LoadFailed, TargetNotLoopback, latency_hdr, require_target
-from polyperf.load.result import PERCENTILES
 from polyperf.load.distributed import combine_oha, oha_bound, split_evenly
 from polyperf.load.locust_driver import parse_hostport
+from polyperf.load.result import PERCENTILES
 
 POLYPERF = [sys.executable, "-m", "polyperf"]
 CPUS = sorted(os.sched_getaffinity(0))

@@ -5,11 +5,11 @@ targets unless told `allow_remote`, stay within a time and a request bound, and 
 hosts through locust's master/worker messaging."""
 
 from polyperf.load.bombardier_driver import ensure_bombardier, run_bombardier
-from polyperf.load.result import Bounds, LoadFailed, LoadResult, TargetNotLoopback, require_loopback, require_target
 from polyperf.load.distributed import run_oha_workers
 from polyperf.load.driver import BombardierOptions, Driver, LocustOptions, OhaOptions, WrkOptions
 from polyperf.load.locust_driver import run_locust
 from polyperf.load.native_driver import ensure_oha, ensure_wrk, run_oha, run_wrk
+from polyperf.load.result import Bounds, LoadFailed, LoadResult, TargetNotLoopback, require_loopback, require_target
 
 __all__ = [
     "DRIVERS",

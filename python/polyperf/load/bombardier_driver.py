@@ -24,8 +24,8 @@ from polyperf.common.logs import log_tail
 from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import require_tool
 from polyperf.errors import ToolchainMissing
-from polyperf.load.result import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
 from polyperf.load.native_driver import driver_window, run_child
+from polyperf.load.result import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
 
 __all__ = [
     "BOMBARDIER_VERSION",

@@ -29,9 +29,9 @@ from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.net import free_port
 from polyperf.load import latency_hdr
-from polyperf.load.result import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, check_target
 from polyperf.load.locust_driver import CHILD, STARTUP_ALLOWANCE, connect_host, parse_hostport
 from polyperf.load.native_driver import oha_counts, oha_latency
+from polyperf.load.result import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, check_target
 from polyperf.load.worker_job import OhaJob, oha_bound
 
 __all__ = ["combine_oha", "oha_bound", "run_oha_workers", "split_evenly"]

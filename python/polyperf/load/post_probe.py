@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
 from polyperf.common.background import BackgroundLoop
-from polyperf.load.result import require_loopback
 from polyperf.load.locust_post import device_body
+from polyperf.load.result import require_loopback
 
 __all__ = ["PostProbe"]
 

@@ -1,6 +1,6 @@
-"""What every load driver shares, and what it reports: the bounds of a run, the loopback-only rule (another host only by explicit
-opt-in), and `LoadResult`, the one shape in which oha, wrk and locust report back (base units: seconds,
-counts, requests per second).
+"""What every load driver shares, and what it reports: the bounds of a run, the loopback-only rule (another host
+only by explicit opt-in), and `LoadResult`, the one shape in which oha, wrk and locust report back (base units:
+seconds, counts, requests per second).
 
 Drivers (`native_driver`, `locust_driver`) produce it; `measure` adds the server's and the client's
 cost over the same window; the suites turn both into rows.
