@@ -91,3 +91,17 @@ def test_notebook_finds_the_latest_run_walking_up(runs, monkeypatch):
     monkeypatch.delenv("POLYPERF_RUN", raising=False)
     cells = _execute(after / "logs")  # inside a run directory: <out>/latest is found above
     assert f"run {after.name}" in _text(cells)
+
+
+def test_notebook_shows_the_history_when_a_store_holds_the_runs(runs, tmp_path, monkeypatch):
+    from polyperf.store import add_runs, open_store
+
+    out, before, after = runs
+    store = tmp_path / "history.duckdb"
+    add_runs(open_store(store), [before, after])
+    monkeypatch.setenv("POLYPERF_RUN", str(after))
+    monkeypatch.setenv("POLYPERF_STORE", str(store))
+    cells = _execute(tmp_path)
+    assert "history: 2 runs, 4 series" in _text(cells)
+    history_cells = [c for c in cells if "ax.errorbar" in c.source]
+    assert _images(history_cells[0]) == 1
