@@ -1,0 +1,123 @@
+"""A verdict in two parts: the direction an entry claims and the size against the published figure, one family per
+run, and both in `--json` records and headlines."""
+
+from __future__ import annotations
+
+import pytest
+
+from polyperf.analyse.claims import Claim, evaluate
+from polyperf.record.schema import as_frame
+
+NOISE = (0.97, 1.0, 1.03, 0.99, 1.02, 1.01, 0.98, 1.0)
+
+
+def _frame(cases: dict[str, tuple[float, tuple[float, ...]]], metric="seconds", unit="s"):
+    """case -> (how many times slower `slow` is than `fast`, the noise both share repeat by repeat)."""
+    rows = []
+    for case, (factor, noise) in cases.items():
+        for i, f in enumerate(noise):
+            for variant, value in (("slow", factor * f), ("fast", f)):
+                rows.append({"variant": variant, "metric": metric, "unit": unit, "value": value, "repeat": i})
+                rows[-1] |= {"run_id": "r", "suite": "io", "case": case, "implementation": "x", "params": {}}
+    return as_frame(rows)
+
+
+def _claim(case="parse", **kw):
+    base = dict(
+        id=case,
+        suite="io",
+        source="s",
+        statement="t",
+        unit="x",
+        measure="ratio",
+        metric="seconds",
+        select={"case": case},
+        numerator={"variant": "slow"},
+        denominator={"variant": "fast"},
+        paired=True,
+        rule={"kind": "greater_than", "threshold": 1.0},
+    )
+    return Claim(**{**base, **kw})
+
+
+def _one(factor, **kw):
+    [v] = evaluate(_frame({"parse": (factor, NOISE)}), [_claim(**kw)])
+    return v
+
+
+def test_much_slower_than_published_is_reproduced_and_larger():
+    v = _one(63.0, published=11.43, margin=2.0)
+    assert (v.verdict, v.direction, v.size) == ("reproduced", "reproduced", "larger")
+    assert v.headline == "reproduced, 5.5x larger than published (63x vs 11.43x)"
+    r = v.as_record()
+    assert r["size_ratio"] == pytest.approx(63 / 11.43) and r["size_ci_low"] == pytest.approx(63 / 11.43)
+    assert (r["direction"], r["size"], r["headline"], r["family"]["tests"]) == ("reproduced", "larger", v.headline, 2)
+
+
+@pytest.mark.parametrize(
+    ("factor", "size", "words"),
+    [(12.0, "as published", "reproduced, as published (12x vs 11.43x)"), (3.0, "smaller", "reproduced, 3.8x smaller")],
+)
+def test_size_within_and_below_the_margin(factor, size, words):
+    v = _one(factor, published=11.43, margin=2.0)
+    assert (v.direction, v.size) == ("reproduced", size) and v.headline.startswith(words)
+
+
+def test_a_direction_only_claim_shows_no_size():
+    v = _one(63.0)
+    assert (v.direction, v.size, v.size_ratio, v.headline) == ("reproduced", None, None, "reproduced (63x)")
+    r = v.as_record()
+    assert (r["size"], r["size_ratio"], r["size_ci_low"], r["size_ci_high"], r["published"]) == (None,) * 5
+
+
+def test_the_opposite_direction_is_not_reproduced():
+    v = _one(0.5, published=0.852, margin=1.25, rule={"kind": "greater_than", "threshold": 1.0})
+    assert (v.verdict, v.direction, v.size) == ("not reproduced", "opposite", "smaller")
+    assert v.headline == "opposite direction, 1.7x smaller than published (0.5x vs 0.852x)"
+
+
+def test_a_size_the_interval_straddles_is_inconclusive_but_the_direction_stands():
+    wide = (0.7, 1.0, 1.3, 0.9, 1.2, 1.1, 0.8, 1.0)
+    rows = _frame({"parse": (1.0, NOISE)})
+    rows.loc[rows["variant"] == "slow", "value"] = [10.0 * w for w in wide]  # unshared noise: a wide interval
+    [v] = evaluate(rows, [_claim(published=11.43, margin=1.1)])
+    assert (v.direction, v.size) == ("reproduced", "inconclusive")
+    assert v.headline.startswith("reproduced, size inconclusive (")
+
+
+def test_one_family_per_run_demotes_what_only_its_own_interval_decided():
+    six = NOISE[:6]  # 6 pairs, all in one direction: two-sided sign-test p = 2 x 0.5^6 = 0.031 each
+    cases = {f"c{i}": (2.0, six) for i in range(30)}
+    claims = [_claim(case) for case in cases]
+    holm = evaluate(_frame(cases), claims, family="holm")
+    assert {v.verdict for v in holm} == {"inconclusive"} and holm[0].family.tests == 30
+    assert "not after the family's control (p = 0.0312, adjusted 0.938; Holm over 30 tests)" in holm[0].reason
+    bh = evaluate(_frame(cases), claims)
+    assert {v.verdict for v in bh} == {"reproduced"}
+    assert bh[0].as_record()["p_adjusted"] == {"direction": pytest.approx(0.03125)}
+
+
+def test_exact_counts_are_not_tests_and_keep_their_published_size():
+    rows = as_frame(
+        [
+            {"run_id": "r", "suite": "io", "case": "count", "implementation": "x", "variant": "u", "params": {}}
+            | {"metric": "read_syscalls", "unit": "count", "value": 2009109.0, "repeat": 0}
+        ]
+    )
+    claim = Claim(
+        id="sys",
+        suite="io",
+        source="s",
+        statement="t",
+        unit="syscalls",
+        measure="value",
+        metric="read_syscalls",
+        select={"case": "count"},
+        published=2009119,
+        margin_abs=11,
+        rule={"kind": "within_abs", "center": 2009109, "tolerance": 1},
+    )
+    [v] = evaluate(rows, [claim])
+    assert (v.verdict, v.direction, v.size) == ("reproduced", None, "as published")
+    assert v.headline == "reproduced, as published (2,009,109 vs 2,009,119 syscalls)"
+    assert v.family.tests == 0 and v.as_record()["p_values"] == {}
