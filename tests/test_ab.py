@@ -125,3 +125,43 @@ def test_a_session_catches_a_slowdown_injected_into_b_only(tmp_path, monkeypatch
     slots = rows.groupby("repeat")["params"].apply(lambda p: sorted({x["slot"] for x in p}))
     assert all(s == [0, 1] for s in slots)
     assert (outcome.run_dir / "ab.md").read_text(encoding="utf-8") == outcome.markdown
+
+
+def _fake_worker(factor: float, interrupt_after: int | None = None):
+    """A stand-in for the worker processes: one case, B `factor` times A, a little seeded noise."""
+    rng = np.random.default_rng(9)
+    calls = {"n": 0}
+
+    def worker(rev, spec, env, log):
+        calls["n"] += 1
+        if interrupt_after is not None and calls["n"] > interrupt_after:
+            raise KeyboardInterrupt
+        if spec.get("make_inputs"):
+            return {}
+        scale = factor if env else 1.0  # B's processes are the ones given an environment here
+        value = 1e-3 * scale * float(rng.lognormal(0, 0.01))
+        return {"io_buffering": {"parse_buffered": {"cpu_seconds": value, "seconds": value, "calls": 5}}}
+
+    return worker
+
+
+def _options(tmp_path, **kw) -> ABOptions:
+    return ABOptions("HEAD", "HEAD", max_pairs=60, budget_s=60, seed=1, env_b={"X": "1"}, out=tmp_path, **kw)
+
+
+def test_the_session_stops_as_soon_as_a_regression_is_decided(tmp_path, monkeypatch):
+    monkeypatch.setattr(ab_mod, "prepare", _installed)
+    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.2))
+    outcome = run_ab(_options(tmp_path))
+    assert outcome.verdict == "slower" and not outcome.interrupted
+    assert outcome.pairs == 10  # one series at 5%: the first n at which the sequence has an interval
+    assert "stopped: regression decided" in outcome.markdown
+
+
+def test_an_interrupted_session_keeps_and_judges_its_whole_pairs(tmp_path, monkeypatch):
+    monkeypatch.setattr(ab_mod, "prepare", _installed)
+    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.0, interrupt_after=2 + 2 * 5 + 1))
+    outcome = run_ab(_options(tmp_path))
+    assert outcome.interrupted and outcome.pairs == 5 and outcome.verdict == "undecided"
+    rows = polyperf.load_run(outcome.run_dir)
+    assert len(rows) == 5 * 2 * 2  # five whole pairs, two metrics a side; the half pair is not kept

@@ -59,6 +59,9 @@ def _cmd_ab(args: argparse.Namespace) -> int:
     print(f"run directory: {outcome.run_dir}")
     if args.markdown:
         Path(args.markdown).write_text(outcome.markdown, encoding="utf-8")
+    if outcome.interrupted:
+        print("polyperf ab: interrupted; the pairs measured so far are judged above and kept", file=sys.stderr)
+        return 130
     if outcome.verdict == "slower":
         print("polyperf ab: a regression was decided", file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ import pandas as pd
 
 from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
 from polyperf.build.revisions import AB_CACHE, Revision, prepare
+from polyperf.common import procs
 from polyperf.orchestrate.ab_worker import CASES
 from polyperf.record.env import write_env
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
@@ -73,19 +74,26 @@ class ABOutcome:
     markdown: str
     pairs: int
     elapsed_s: float
+    interrupted: bool = False
 
 
 def _worker(rev: Revision, spec: dict[str, Any], env_extra: Mapping[str, str], log: Path) -> dict[str, Any]:
+    """Runs one worker process (its own process group, stopped with this one) and returns its result."""
     env = {**os.environ, **env_extra, "PYTHONHASHSEED": "0"}
-    payload = json.dumps({**spec, "extension": str(rev.extension)})
-    cmd = [sys.executable, "-m", "polyperf.orchestrate.ab_worker", payload]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, check=False)
-    if done.returncode != 0:
-        with log.open("a", encoding="utf-8") as fh:
-            fh.write(done.stderr)
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    result = log.with_name("worker-result.json")
+    result.unlink(missing_ok=True)
+    payload = json.dumps({**spec, "extension": str(rev.extension), "result": str(result)})
+    proc = procs.spawn([sys.executable, "-m", "polyperf.orchestrate.ab_worker", payload], log_path=log, env=env)
+    try:
+        code = proc.wait(timeout=WORKER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        code = procs.stop(proc, grace=2.0)
+    finally:
+        procs.stop(proc, grace=2.0)  # forgets it (already stopped in the usual case)
+    if code != 0 or not result.exists():
+        last = (log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the worker of {rev.name} ({rev.commit[:12]}) failed: {last} (see {log})")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(result.read_text(encoding="utf-8"))
 
 
 def _orders(seed: int) -> Any:
@@ -122,7 +130,8 @@ def _summary(verdict: str, table: pd.DataFrame, threshold: float) -> str:
         slower = table[table["verdict"] == "slower"]
         return f"regression: {len(slower)} series decided slower by more than {threshold:.1%}"
     if verdict == "undecided":
-        return f"undecided within budget: {int((table['verdict'] == 'undecided').sum())} series still undecided"
+        still = int((table["verdict"] == "undecided").sum()) if len(table) else 0
+        return f"undecided within budget: {still} series still undecided"
     return "no regression: every series decided"
 
 
@@ -143,23 +152,30 @@ def run_ab(options: ABOptions) -> ABOutcome:
     writer, frames, orders = RowWriter(run_dir), [], _orders(seed)
     started, stop, pairs = time.monotonic(), "budget", 0
     table = pd.DataFrame()
-    for repeat in range(options.max_pairs):
-        for slot, side in enumerate(next(orders)):
-            rows = _rows(_worker(revs[side], spec, options.env_b if side == "B" else {}, log), side, repeat, slot)
-            writer.write(rows)
-            frames.append(pd.DataFrame([r.__dict__ for r in rows]))
-        pairs = repeat + 1
+    try:
+        for repeat in range(options.max_pairs):
+            pair = []
+            for slot, side in enumerate(next(orders)):
+                env = options.env_b if side == "B" else {}
+                pair += _rows(_worker(revs[side], spec, env, log), side, repeat, slot)
+            writer.write(pair)  # whole pairs only: a pair cut short is no pair
+            frames.append(pd.DataFrame([r.__dict__ for r in pair]))
+            pairs = repeat + 1
+            table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
+            verdict = overall(table)
+            if pairs >= options.min_pairs and verdict != "undecided":
+                stop = "regression decided" if verdict == "slower" else "every series decided"
+                break
+            if time.monotonic() - started > options.budget_s:
+                break
+        else:
+            stop = "pair limit"
+    except KeyboardInterrupt:
+        stop = "interrupted"  # the pairs measured so far are judged and kept
+    if frames:
         table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
-        verdict = overall(table)
-        if pairs >= options.min_pairs and verdict != "undecided":
-            stop = "regression decided" if verdict == "slower" else "every series decided"
-            break
-        if time.monotonic() - started > options.budget_s:
-            break
-    else:
-        stop = "pair limit"
     elapsed = time.monotonic() - started
-    verdict = overall(table)
+    verdict = overall(table) if len(table) else "undecided"
     header = _header(options, revs, seed, pairs, elapsed, stop)
     header["summary"] = _summary(verdict, table, options.threshold)
     markdown = to_markdown(table, header)
@@ -167,4 +183,4 @@ def run_ab(options: ABOptions) -> ABOutcome:
     table.to_json(run_dir / "ab.json", orient="records", indent=1)
     write_env(run_dir, ab={"sides": sides, "seed": seed, "pairs": pairs, "elapsed_s": elapsed, "verdict": verdict})
     finalize_run(run_dir)
-    return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed)
+    return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted")

@@ -127,8 +127,15 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The spec is one JSON argument; the result goes to `spec["result"]` (written whole, then renamed) or stdout."""
     spec = json.loads((argv or sys.argv[1:])[0])
-    print(json.dumps(measure(spec)), flush=True)
+    text = json.dumps(measure(spec))
+    if spec.get("result"):
+        partial = Path(spec["result"] + ".partial")
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(spec["result"])
+    else:
+        print(text, flush=True)
     return 0
 
 
