@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["run", "spawn", "stop", "stop_all"]
+__all__ = ["pid_running", "run", "spawn", "stop", "stop_all"]
 
 _PR_SET_PDEATHSIG = 1
 _live: set[subprocess.Popen] = set()
@@ -105,6 +105,23 @@ def stop(proc: subprocess.Popen, *, grace: float = 10.0, sig: int = signal.SIGTE
     finally:
         _live.discard(proc)
     return proc.returncode
+
+
+def pid_running(pid: int) -> bool:
+    """Whether process `pid` still runs: it exists and is not a zombie (exited, not yet reaped by its parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc here: ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # it exists, as another user's
+            return True
+        return True
+    return state not in ("Z", "X")
 
 
 def stop_all() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from polyperf.common.atomic import write_text_atomic
 from polyperf.common.paths import REPO_ROOT, suite_of
+from polyperf.common.procs import pid_running
 from polyperf.record.env_record import ENV_SCHEMA_VERSION, RunEnv
 from polyperf.record.run_dir import ENV, ENV_ADDITIONS, OWNER, load_env, merge_env
 from polyperf.record.schema import SCHEMA_VERSION
@@ -127,23 +128,6 @@ def collect_env(**extra: Any) -> dict[str, Any]:
 # the owner merges when it finishes and `load_env` merges meanwhile. With no owner named, the writer is the owner.
 
 
-def _alive(pid: int) -> bool:
-    """A process that can still write: not gone, and not a zombie (killed, not yet reaped by its parent)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    except (OSError, IndexError):  # no /proc: ask the kernel whether the pid exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return state not in ("Z", "X")
-
-
 def _owner(run_dir: Path) -> int | None:
     try:
         return int((Path(run_dir) / OWNER).read_text(encoding="utf-8").strip())
@@ -154,7 +138,7 @@ def _owner(run_dir: Path) -> int | None:
 def owned_elsewhere(run_dir: Path) -> bool:
     """Whether another live process owns this run's env.json (its pid in `owner.pid`)."""
     pid = _owner(run_dir)
-    return pid is not None and pid != os.getpid() and _alive(pid)
+    return pid is not None and pid != os.getpid() and pid_running(pid)  # a killed owner can write no more
 
 
 def _read_object(path: Path) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from polyperf.common.procs import pid_running
 from polyperf.serve.cpu_budget import (
     CpuBudget,
     CpuBudgetError,
@@ -133,16 +134,6 @@ def account_support() -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stale_cgroups(names: list[str], alive: set[int] | None = None) -> list[str]:
     """The polyperf cgroups among `names` whose creating process is gone (pure when `alive` is given: the
     live pids; otherwise each pid is checked)."""
@@ -154,7 +145,7 @@ def stale_cgroups(names: list[str], alive: set[int] | None = None) -> list[str]:
         if len(parts) != 3 or not parts[1].isdigit():
             continue
         pid = int(parts[1])
-        if pid != os.getpid() and not (pid in alive if alive is not None else _pid_alive(pid)):
+        if pid != os.getpid() and not (pid in alive if alive is not None else pid_running(pid)):
             stale.append(name)
     return stale
 
