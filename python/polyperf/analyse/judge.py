@@ -183,8 +183,9 @@ def judge_parts(
     elif band is not None:
         parts["band"] = _band(m, *band, floor, "the band")
     if size is not None:
-        judged = _band(m, *size, floor, "as published")
-        parts["size"] = replace(judged, outcome=SIZE_WORDS[judged.outcome])
+        judged = _band(m, *size, floor, "the published figure's margin")
+        reason = judged.reason.replace(f"{_where(m)} ", "", 1) if m.method != METHOD_EXACT else judged.reason
+        parts["size"] = replace(judged, outcome=SIZE_WORDS[judged.outcome], reason=reason)
     return parts, floor
 
 
