@@ -148,9 +148,9 @@ def _coverage(scenario: str, n: int, paired: bool) -> float:
 
 
 def _cells(smallest: int) -> list:
-    """Every scenario at n from the method's minimum to 50; n = 50 is marked slow."""
+    """Every scenario at n from the method's minimum to 50; n = 20 and 50 are marked slow (2-5 s each)."""
     return [
-        pytest.param(s, n, marks=pytest.mark.slow) if n == 50 else (s, n)
+        pytest.param(s, n, marks=pytest.mark.slow) if n >= 20 else (s, n)
         for s in SCENARIOS
         for n in (smallest, 10, 20, 50)
     ]
