@@ -139,3 +139,21 @@ def test_merge_keeps_the_first_signal_and_every_note_once():
 def test_read_env_of_a_run_without_a_record(tmp_path):
     run = Run.attach(tmp_path / "given")
     assert read_env(run.run_dir) == RunEnv()
+
+
+def test_a_command_run_is_finished_and_marked_on_the_way_out(tmp_path):
+    before = signal.getsignal(signal.SIGTERM)
+    with Run.create(tmp_path, run_id="ok") as run:
+        run.recorder("build")("build_seconds", 1.0, "s", case="build", implementation="a")
+        run.finish(latest=True)
+    assert (tmp_path / "latest").resolve() == run.run_dir.resolve() and run.interrupted is None
+    with pytest.raises(KeyboardInterrupt), Run.create(tmp_path, run_id="stopped") as stopped:
+        stopped.recorder("build")("build_seconds", 2.0, "s", case="build", implementation="a")
+        os.kill(os.getpid(), signal.SIGTERM)  # stops the command the way Ctrl-C does
+    assert _env(stopped.run_dir)["interrupted"] == "SIGTERM" and stopped.finished
+    assert (stopped.run_dir / "results.parquet").exists()  # the rows measured are kept
+    assert (tmp_path / "latest").resolve() == run.run_dir.resolve()  # an unfinished command moves no link
+    with pytest.raises(KeyboardInterrupt), Run.create(tmp_path, run_id="ctrl-c") as ctrl_c:
+        raise KeyboardInterrupt
+    assert _env(ctrl_c.run_dir)["interrupted"] == "SIGINT"
+    assert signal.getsignal(signal.SIGTERM) is before  # the command's handlers are put back

@@ -31,17 +31,16 @@ def _cmd_build(args: argparse.Namespace) -> int:
     specs = args.apps or list(APPS)
     for spec in specs:  # an unknown app is refused before a run folder exists
         get_app(spec)
-    run = Run.create(Path(args.out), command="build", apps=specs)
-    run_dir = run.run_dir
-    record = run.recorder("build")
-    for spec in specs:
-        print(f"building {spec} ...", flush=True)
-        result = build(spec, force=args.force, log_dir=run_dir / "logs")
-        record.many(build_rows(result), case="build", implementation=result.app, variant=result.variant)
-        state = "cached" if result.cached else "built"
-        print(f"  {state}: {result.binary} ({result.binary_bytes:,} bytes, {result.seconds:.1f} s)")
-    run.finish(latest=True)
-    print(f"build times and sizes recorded in {run_dir}")
+    with Run.create(Path(args.out), command="build", apps=specs) as run:
+        record = run.recorder("build")
+        for spec in specs:
+            print(f"building {spec} ...", flush=True)
+            result = build(spec, force=args.force, log_dir=run.run_dir / "logs")
+            record.many(build_rows(result), case="build", implementation=result.app, variant=result.variant)
+            state = "cached" if result.cached else "built"
+            print(f"  {state}: {result.binary} ({result.binary_bytes:,} bytes, {result.seconds:.1f} s)")
+        run.finish(latest=True)
+    print(f"build times and sizes recorded in {run.run_dir}")
     return 0
 
 

@@ -10,9 +10,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from polyperf.record.recorder import Metric
+
+if TYPE_CHECKING:
+    from polyperf.record.run import Run
 
 SUITE = "remote_load"
 
@@ -121,14 +124,20 @@ def _print(result: Any) -> None:
 
 def _cmd_load(args: argparse.Namespace) -> int:
     from polyperf.load import require_target
-    from polyperf.load.result import LoadUnanswered, require_answered
     from polyperf.record.run import Run
 
     # before anything is created or started; every generator then gets the one canonical URL
     args.url = require_target(args.url, allow_remote=args.allow_remote)
     if args.driver == "locust" and args.rate:
         raise ValueError("--rate is for --driver oha (locust runs a closed model)")
-    run = Run.create(Path(args.out), command="load", url=args.url, driver=args.driver, workers=args.workers)
+    with Run.create(Path(args.out), command="load", url=args.url, driver=args.driver, workers=args.workers) as run:
+        return _load_into(run, args)
+
+
+def _load_into(run: Run, args: argparse.Namespace) -> int:
+    """The load of `polyperf load`, measured and recorded into `run`."""
+    from polyperf.load.result import LoadUnanswered, require_answered
+
     run_dir = run.run_dir
     result = _run(args, run_dir / "logs")
     try:

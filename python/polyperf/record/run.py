@@ -50,7 +50,9 @@ class Run:
         self.run_dir = Path(run_dir)
         self.created = created  # this process made the folder
         self.interrupted: str | None = None
+        self.finished = False
         self._writer: RowWriter | None = None
+        self._previous: dict[int, Any] = {}
 
     @classmethod
     def create(
@@ -147,6 +149,23 @@ class Run:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
+    # --- a command's run: `with Run.create(...) as run:` -------------------------------------------------------
+    def __enter__(self) -> Run:
+        """SIGTERM and SIGHUP stop the command the way Ctrl-C does (recorded, then KeyboardInterrupt), so the
+        way out below keeps what was measured."""
+        self._previous = self.install_signal_handlers(_stop_like_ctrl_c, (signal.SIGTERM, signal.SIGHUP))
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        """Finishes a run the command did not finish itself (an error, an interrupt: rows kept, `latest` left
+        where it was); a Ctrl-C is recorded as the run's interrupt."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        if exc_type is KeyboardInterrupt:
+            self.mark_interrupted("SIGINT")  # a SIGTERM or SIGHUP was recorded as itself already
+        if not self.finished:
+            self.finish()
+
     # --- the end ----------------------------------------------------------------------------------------------
     def finish(self, *, latest: bool = False) -> pd.DataFrame:
         """Merges other processes' env.json additions (as owner, or for an owner that died), writes the parquet and
@@ -159,6 +178,11 @@ class Run:
             if self.created:
                 (self.run_dir / OWNER).unlink(missing_ok=True)
         table = finalize_run(self.run_dir)
+        self.finished = True
         if latest:
             point_latest(self.run_dir)
         return table
+
+
+def _stop_like_ctrl_c(_signum: int) -> None:
+    raise KeyboardInterrupt
