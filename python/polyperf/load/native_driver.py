@@ -23,6 +23,7 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
@@ -60,6 +61,14 @@ def ensure_wrk() -> Path:
     if found is None:
         raise ToolchainMissing("`wrk` not found on PATH: apt-get install wrk")
     return Path(found)
+
+
+def read_json_output(out: Path, tool: str, log_path: Path) -> Any:
+    """The JSON summary a generator wrote to `out`; LoadFailed naming the file, why, and the end of its log."""
+    try:
+        return json.loads(out.read_text())
+    except (OSError, ValueError) as exc:
+        raise LoadFailed(f"{tool} wrote no readable JSON to {out}: {exc}; log {log_tail(log_path)}") from None
 
 
 def run_child(
@@ -190,10 +199,7 @@ def run_oha(
         on_spawn=on_spawn,
         alive=alive,
     )
-    try:
-        data = json.loads(out.read_text())
-    except (OSError, ValueError) as exc:
-        raise LoadFailed(f"oha wrote no readable JSON to {out}: {exc}") from None
+    data = read_json_output(out, "oha", log_dir / f"{tag}.log")
     requests, successes, status, errors = oha_counts(data)
     started, seconds = driver_window(spawned, ended, float(data["summary"]["total"]))
     latency = oha_latency(data)
@@ -302,12 +308,7 @@ def run_wrk(
         alive=alive,
         end_at_exit=True,
     )
-    try:
-        data = json.loads(out.read_text())
-    except (OSError, ValueError) as exc:
-        raise LoadFailed(
-            f"wrk wrote no readable JSON to {out}: {exc}; log {log_tail(log_dir / f'{tag}.log')}"
-        ) from None
+    data = read_json_output(out, "wrk", log_dir / f"{tag}.log")
     requests, successes, errors = wrk_counts(data)
     if requests > bounds.max_requests:
         raise LoadFailed(f"wrk sent {requests} requests, over the bound of {bounds.max_requests}")
