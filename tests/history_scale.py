@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -63,6 +64,11 @@ def _record(number: int, series: pd.DataFrame, repeats: int, rng: np.random.Gene
     return RunRecord(meta, series, samples, points)
 
 
+def _load() -> str:
+    """The machine's 1-minute load average: figures from a busy 2-core machine say so."""
+    return f"{os.getloadavg()[0]:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1000)
@@ -76,8 +82,11 @@ def main() -> None:
     rng = np.random.default_rng(1)
     series = _series(args.series)
 
+    started, cpu = time.perf_counter(), time.process_time()
     with store.batch():  # as `polyperf store add RUN…` does: the file opened once, one transaction per run
         _add_all(store, args, series, rng, folder)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(f"  whole add (records made, stored, points re-sorted): {wall:.1f} s wall, {cpu:.1f} CPU-s; load {_load()}")
     if not args.store:
         wal = folder / "history.duckdb.wal"
         size = (folder / "history.duckdb").stat().st_size + (wal.stat().st_size if wal.exists() else 0)
@@ -113,19 +122,23 @@ def _read_and_detect(store: object, args: argparse.Namespace, series: pd.DataFra
                 started = time.perf_counter()
                 history = store.points(series_id=one, machine=MACHINE)
                 times.append(time.perf_counter() - started)
-        print(f"one series' history ({len(history)} points), {how}: median {np.median(times) * 1000:.0f} ms of 20")
+        print(
+            f"one series' history ({len(history)} points), {how}: median {np.median(times) * 1000:.0f} ms of 20, "
+            f"load {_load()}"
+        )
 
     started = time.perf_counter()
     since = pd.Timestamp(1_700_000_000 + (args.runs - args.commits) * 60, unit="s").isoformat()
     points = store.points(machine=MACHINE, since=since)
     read = time.perf_counter() - started
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     changes = series_changes(points)
-    found = time.perf_counter() - started
+    found, cpu = time.perf_counter() - started, time.process_time() - cpu
     at_step = changes[changes["run_after"] == f"run{args.runs - args.commits // 2:06d}"] if len(changes) else changes
     print(
         f"change detection: {points['series_id'].nunique()} series x {points['run_id'].nunique()} commits: "
-        f"{found:.1f} s ({read:.1f} s reading {len(points):,} points); {len(changes)} changes found, "
+        f"{found:.1f} s, {cpu:.1f} CPU-s, load {_load()} ({read:.1f} s reading {len(points):,} points); "
+        f"{len(changes)} changes found, "
         f"{len(at_step)} of them exactly at the 10% step"
     )
 

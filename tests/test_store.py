@@ -153,7 +153,7 @@ def _fresh_pg(pg_url: str) -> str:
     import psycopg
 
     with psycopg.connect(pg_url, autocommit=True) as con:
-        for table in ("schema_version", "runs", "series", "samples", "points", "verdicts"):
+        for table in ("schema_version", "runs", "series", "samples", "points", "verdicts", "store_state"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
     return pg_url
 
@@ -195,3 +195,26 @@ def test_postgresql_refuses_a_newer_schema_and_keeps_its_runs(pg_url: str, tmp_p
         open_store(url).add_run(read_run(make_run(tmp_path, "20260102-000000-aaaa", "c2")))
     with psycopg.connect(url, autocommit=True) as con:
         assert con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+
+
+def test_duckdb_rewrites_points_in_series_order_and_keeps_every_point(tmp_path: Path, monkeypatch) -> None:
+    import duckdb
+
+    from polyperf.store import duck
+
+    monkeypatch.setattr(duck, "COMPACT_AFTER", 3)
+    store_path = tmp_path / "history.duckdb"
+    runs = [make_run(tmp_path, f"2026010{i}-000000-aaaa", f"c{i}", seconds=i) for i in range(1, 4)]
+    add_runs(open_store(store_path), runs)
+    con = duckdb.connect(str(store_path), read_only=True)
+    try:
+        order = [r[0] for r in con.execute("SELECT series_id FROM points").fetchall()]
+        assert con.execute("SELECT value FROM store_state WHERE name = 'sorted_points'").fetchone()[0] == 4
+        nullable = con.execute(
+            "SELECT is_nullable FROM information_schema.columns WHERE table_name = 'points' AND column_name = 'n'"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    assert nullable == "NO"  # the rewritten table keeps the schema's constraints
+    assert len(order) == 6 and order[:4] == sorted(order[:4])  # sorted after the second run; the third appended
+    assert sorted(open_store(store_path).points()["value"].round(3)) == [1.003, 2.006, 3.009, 100, 100, 100]

@@ -26,6 +26,7 @@ from polyperf.store.sql import SqlStore, frame_for, insert_run_sql, run_row
 __all__ = ["DuckDBStore"]
 
 DEFAULT_WAIT = 120.0
+COMPACT_AFTER = 200_000  # points (200 runs of 1,000 series)
 
 
 def _wait_seconds() -> float:
@@ -165,6 +166,32 @@ class DuckDBStore(SqlStore):
             except Exception:
                 con.execute("ROLLBACK")
                 raise
+            self._compact_if_due(con)
         if self._held is not None:
             self._known.update(record.series["series_id"])
         return True
+
+    def _compact_if_due(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Rewrites `points` in series order once the points added since the last rewrite reach a quarter of the
+        table (at least `COMPACT_AFTER`): DuckDB then skips every row group but one series' own, which took one
+        series' history from 300 ms to 100 ms cold at a million points (a rewrite of them takes about 3 s)."""
+        row = con.execute("SELECT value FROM store_state WHERE name = 'sorted_points'").fetchone()
+        done = int(row[0]) if row else 0
+        total = int(con.execute("SELECT COUNT(*) FROM points").fetchone()[0])
+        if total - done < max(COMPACT_AFTER, done // 4):
+            return
+        con.execute("BEGIN TRANSACTION")
+        try:
+            ddl = next(x for x in MIGRATIONS[1] if x.startswith("CREATE TABLE points ("))
+            con.execute(ddl.replace("CREATE TABLE points (", "CREATE TABLE points_sorted (", 1))
+            con.execute("INSERT INTO points_sorted SELECT * FROM points ORDER BY series_id, run_id")
+            con.execute("DROP TABLE points")
+            con.execute("ALTER TABLE points_sorted RENAME TO points")
+            con.execute(
+                "INSERT INTO store_state VALUES ('sorted_points', ?) ON CONFLICT (name) DO UPDATE SET value = ?",
+                [total, total],
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise

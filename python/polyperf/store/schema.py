@@ -68,6 +68,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             unit TEXT,
             reason TEXT
         )""",
+        # how many points lie in series order (DuckDB: `DuckDBStore` rewrites `points` sorted now and then)
+        "CREATE TABLE store_state (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
         # DuckDB scans a column faster than it keeps these up to date (it never used them for one series' points)
         POSTGRESQL_ONLY + "CREATE INDEX points_series ON points (series_id)",
         POSTGRESQL_ONLY + "CREATE INDEX samples_run ON samples (run_id)",
