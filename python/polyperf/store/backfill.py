@@ -52,12 +52,10 @@ def plan_backfill(rev_range: str, stored_commits: set[str], *, repo: Path = REPO
 
 
 def _extension_into(worktree: Path) -> None:
-    import polyperf
-
     package = worktree / "python" / "polyperf"
     if not package.is_dir() or any(package.glob("_native*.so")):
         return
-    for built in Path(polyperf.__file__).parent.glob("_native*.so"):
+    for built in Path(__file__).resolve().parents[1].glob("_native*.so"):  # this polyperf's own package folder
         shutil.copy2(built, package / built.name)
 
 
