@@ -1,7 +1,7 @@
-"""Hostile but fair input to every command that reads a run: broken run folders and claims files get one line
-(exit 2 naming the file, the line or the entry) or a report that renders, never a traceback, and the tidy
-table never loses rows. Hypothesis builds the broken inputs; the cases the article-style audit named are spelled
-out first."""
+"""Hostile but fair input to every command that reads a run (report, verdicts, compare, export, store add):
+broken run folders and claims files get one line (exit 2 naming the file, the line or the entry) or a report that
+renders, never a traceback, and the tidy table never loses rows. Hypothesis builds the broken inputs; the cases a
+hostile but fair user tried first are spelled out before it."""
 
 from __future__ import annotations
 
@@ -308,7 +308,7 @@ def _break(run_dir: Path, spec: dict[str, Any], bad_lines: list[str]) -> None:
         (run_dir / "results.parquet").write_bytes(b"PAR1 garbage")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=_broken_run(), data=st.data())
 def test_every_command_on_a_broken_run_gives_one_line_and_keeps_every_row(spec, data):
     with tempfile.TemporaryDirectory() as tmp:
@@ -327,6 +327,8 @@ def test_every_command_on_a_broken_run_gives_one_line_and_keeps_every_row(spec, 
             ["verdicts", str(run_dir), "--claims", str(claims), "--json"],
             ["compare", str(base), str(run_dir), "--fail-on-regression", "0"],
             ["compare", str(run_dir), str(base)],
+            ["export", str(run_dir), "--format", "bmf", "--out", str(Path(tmp) / "bmf.json")],
+            ["store", "add", str(run_dir), "--store", str(Path(tmp) / "history.duckdb")],
         ):
             code, out, err = _cli(*argv)
             _assert_one_line(code, out, err, names)
