@@ -48,6 +48,11 @@ A claims file is TOML, one [[claims]] table per entry (the built-in one is pytho
   rule = { kind = "greater_than", threshold = 1.0, why = "..." }
   # rule kinds: within_factor (factor), within_abs (tolerance), less_than / greater_than (threshold);
   # within_* centre on `published`, or on rule.center for a check.
+
+Every key is checked (python/polyperf/analyse/claims_file.py): an unknown key, also inside rule or select (a typo
+such as `centre`, or [[claim]] for [[claims]]), a value of the wrong type, a `published` figure that is not finite or
+not above 0 for a ratio, a factor not above 1 or a min_effect below 0 is refused in one line that names the entry
+and the field.
 """
 
 
