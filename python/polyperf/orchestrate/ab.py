@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -24,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
-from polyperf.build.revisions import AB_CACHE, Revision, prepare
+from polyperf.build.revisions import AB_CACHE, Revision, RevisionError, prepare
 from polyperf.common import procs
 from polyperf.orchestrate.ab_worker import CASES
 from polyperf.record.env import write_env
@@ -92,7 +93,8 @@ def _worker(rev: Revision, spec: dict[str, Any], env_extra: Mapping[str, str], l
         procs.stop(proc, grace=2.0)  # forgets it (already stopped in the usual case)
     if code != 0 or not result.exists():
         last = (log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the worker of {rev.name} ({rev.commit[:12]}) failed: {last} (see {log})")
+        # e.g. an old revision whose extension lacks a measured function: this pair of revisions cannot be judged
+        raise RevisionError(f"the worker of {rev.name} ({rev.commit[:12]}) failed: {last} (see {log})")
     return json.loads(result.read_text(encoding="utf-8"))
 
 
@@ -183,4 +185,5 @@ def run_ab(options: ABOptions) -> ABOutcome:
     table.to_json(run_dir / "ab.json", orient="records", indent=1)
     write_env(run_dir, ab={"sides": sides, "seed": seed, "pairs": pairs, "elapsed_s": elapsed, "verdict": verdict})
     finalize_run(run_dir)
+    shutil.rmtree(inputs, ignore_errors=True)  # made again by every session; the rows are what is kept
     return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted")
