@@ -326,7 +326,7 @@ def _entry(rule: dict, **kw) -> Claim:
 
 
 def test_each_rule_in_words_and_its_bounds():
-    text = claims_mod._rule_text
+    text = claims_mod.rule_text
     assert text(_entry({"kind": "within_factor", "factor": 2}, published=2_009_108.0)) == (
         "reproduced if the interval lies within 1,004,554–4,018,216 (2,009,108 ÷/× 2)"
     )
