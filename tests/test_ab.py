@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 import polyperf
+from polyperf import ab as ab_mod
+from polyperf.ab import ABOptions, run_ab
 from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
 from polyperf.build import revisions
 from polyperf.build.revisions import Revision, RevisionError
 from polyperf.cli import main
-from polyperf.orchestrate import ab as ab_mod
-from polyperf.orchestrate.ab import ABOptions, run_ab
 
 INSTALLED = Path(polyperf.__file__).resolve().parents[1]  # python/, holding polyperf/_native<suffix>
 

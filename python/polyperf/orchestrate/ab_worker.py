@@ -38,9 +38,8 @@ def load_extension(folder: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules["polyperf._native"] = module
     spec.loader.exec_module(module)
-    import polyperf
-
-    polyperf._native = module  # type: ignore[attr-defined]
+    if (package := sys.modules.get("polyperf")) is not None:  # `python -m` imported the package first
+        package._native = module  # type: ignore[attr-defined]
     return module
 
 

@@ -1,4 +1,5 @@
 """`polyperf ab BASE HEAD`: two revisions measured in one session, repeat by repeat, until the A/B gate decides.
+It sits beside `runner` (a session that measures, records and judges), above the stages it uses.
 
 Each revision is checked out and its extension built once (`build.revisions`, cached). Every repeat then runs a
 fresh worker process (`ab_worker`) for A and one for B, back to back, in an order drawn from a seeded generator in
