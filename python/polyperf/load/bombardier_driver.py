@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from polyperf.common.logs import log_tail
+from polyperf.common.go_tools import go_build_pinned
 from polyperf.common.paths import TOOLS_DIR
-from polyperf.common.tools import require_tool
 from polyperf.errors import ToolchainMissing
 from polyperf.load.native_driver import driver_window, run_child
 from polyperf.load.result import Bounds, LoadFailed, LoadResult, OnSpawn, require_loopback
@@ -67,36 +64,14 @@ def ensure_bombardier(*, root: Path = TOOLS_DIR, install: bool = True) -> Path:
     which a proxy may refuse while serving the version itself, as here. A throwaway module that
     `go get`s the pinned version selects the same dependencies (bombardier's go.mod), checked by go.sum.
     """
-    binary = root / "bin" / "bombardier"
-    stamp = root / "bombardier.version"
+    binary, stamp = root / "bin" / "bombardier", root / "bombardier.version"
     wanted = f"{BOMBARDIER_MODULE} v{BOMBARDIER_VERSION}"
-    if binary.exists() and stamp.exists() and stamp.read_text().strip() == wanted:
-        return binary
-    if not install:
+    if not install and not (binary.exists() and stamp.exists() and stamp.read_text().strip() == wanted):
         raise ToolchainMissing(
             f"bombardier {BOMBARDIER_VERSION} not installed in {root} "
             "(run polyperf.load.bombardier_driver.ensure_bombardier())"
         )
-    go = require_tool("go")
-    root.mkdir(parents=True, exist_ok=True)
-    log = root / "bombardier-install.log"
-    env = {**os.environ, "GOTOOLCHAIN": "local"}  # build with the installed Go, never download another
-    with tempfile.TemporaryDirectory(dir=root, prefix="bombardier-build-") as tmp, log.open("w") as out:
-        for cmd in (
-            [go, "mod", "init", "polyperf.local/tools/bombardier"],
-            [go, "get", f"{BOMBARDIER_MODULE}@v{BOMBARDIER_VERSION}"],
-            [go, "build", "-trimpath", "-o", str(binary), BOMBARDIER_MODULE],
-        ):
-            out.write(f"$ {' '.join(cmd)}\n")
-            out.flush()
-            done = subprocess.run(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
-            if done.returncode != 0:
-                out.close()
-                raise ToolchainMissing(
-                    f"`{' '.join(cmd)}` failed (exit {done.returncode}; log {log}): {log_tail(log, 3)}"
-                )
-    stamp.write_text(wanted + "\n")
-    return binary
+    return go_build_pinned(BOMBARDIER_MODULE, f"v{BOMBARDIER_VERSION}", BOMBARDIER_MODULE, "bombardier", root=root)
 
 
 def read_report(text: str) -> dict:
