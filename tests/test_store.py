@@ -218,3 +218,19 @@ def test_duckdb_rewrites_points_in_series_order_and_keeps_every_point(tmp_path: 
     assert nullable == "NO"  # the rewritten table keeps the schema's constraints
     assert len(order) == 6 and order[:4] == sorted(order[:4])  # sorted after the second run; the third appended
     assert sorted(open_store(store_path).points()["value"].round(3)) == [1.003, 2.006, 3.009, 100, 100, 100]
+
+
+def test_a_finished_run_joins_the_history_and_a_failing_store_costs_it_nothing(tmp_path, monkeypatch, capsys) -> None:
+    from polyperf.runner import _add_to_history
+
+    run = make_run(tmp_path, "20260101-000000-aaaa", "c1")
+    monkeypatch.delenv("POLYPERF_STORE", raising=False)
+    _add_to_history(run, quiet=False)
+    assert open_store(tmp_path / "history.duckdb").has_run(run.name)  # beside the runs
+    other = make_run(tmp_path, "20260102-000000-aaaa", "c2")
+    monkeypatch.setenv("POLYPERF_STORE", "mysql://nowhere/db")
+    _add_to_history(other, quiet=False)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("polyperf: history: not stored: mysql://")
+    assert "history: not stored" in (other / "logs" / "polyperf.log").read_text()
+    assert (other / "results.parquet").exists() and read_run(other).run_id == other.name

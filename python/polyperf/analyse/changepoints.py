@@ -152,6 +152,7 @@ def series_changes(
         info = metric_info(metric) if metric_info is not None and metric else None
         exact = bool(getattr(info, "exact", False)) or (exact_all is not None and bool(exact_all[lo:hi].all()))
         better = better_of(metric, metric_info)
+        gated = bool(getattr(info, "gated", True))  # the catalogue may keep a metric out of every gate
         values = values_all[lo:hi]
         for change in find_changes(values, exact=exact, max_pvalue=max_pvalue, window=window):
             i = lo + change.index
@@ -165,6 +166,7 @@ def series_changes(
                     "run_after": runs_all[i],
                     "points_after": hi - i,
                     "better": better,
+                    "gated": gated,
                     "label": label(change.change, better),
                     **asdict(change),
                 }
@@ -184,6 +186,7 @@ def _COLUMNS(key: Sequence[str]) -> list[str]:
         "run_after",
         "points_after",
         "better",
+        "gated",
         "label",
         "index",
         *fields,

@@ -94,13 +94,14 @@ def build_history(
 
 def gate(history: History, newest: int) -> pd.DataFrame:
     """The regressions (of series and claims) whose first commit after the change is among the newest `newest`
-    commits: what `--fail-on-regression` fails on."""
+    commits, on metrics the catalogue lets a gate fail on: what `--fail-on-regression` fails on."""
     recent = history.newest(newest)
     frames = [f for f in (history.changes, history.claim_changes) if not f.empty]
     if not frames:
         return pd.DataFrame()
     both = pd.concat(frames, ignore_index=True)
-    return both[(both["label"] == "regression") & both["commit_after"].isin(recent)]
+    gated = both["gated"].fillna(True).astype(bool) if "gated" in both else True
+    return both[(both["label"] == "regression") & both["commit_after"].isin(recent) & gated]
 
 
 def load_history(
