@@ -1,4 +1,4 @@
-"""Facts of analyse/ that its own tests left unchecked (each kills mutants `nox -s mutants` found surviving):
+"""Facts of analyse/ with exact values (what `nox -s mutants` asks of its tests):
 exact Summary fields on small samples, the minimum n of each interval, every error message, the normal
 approximations above the exact limit against the exact null distributions; the claims file's format and
 refusals, and a verdict's record."""
