@@ -9,8 +9,8 @@ machine nor a fixed neighbour favours one, and before every timed window every s
 
 - `ramp`: Anton Putra's test 1 as the article ran it: gnet and axum (net/http too in full) under oha with the
   connections stepped up (bounded steps of bounded time) until throughput stops rising or requests fail; per step
-  requests/s, p90 latency, server CPU and RSS; per ramp the peak requests/s and the p90 at that step
-  (`ramp_peak`), flagged client-bound when the client, not the server, was the limit at the peak. Each ramp runs
+  requests/s, p90 latency, server CPU and RSS (`ramp_step`); per ramp the peak requests/s and the p90 at that
+  step (`ramp`), flagged client-bound when the client, not the server, was the limit at the peak. Each ramp runs
   in a fresh server process;
 - `ceiling`: oha, closed model, several connection counts: the most each server answers (each repeat a fresh
   server process, so the repeats span server processes);
@@ -119,7 +119,7 @@ def _ramp(env, plan, target, repeat: int) -> list[tuple[int, object, bool]]:
     """One ramp: (connections, measurement, client-bound) per step, until requests fail or throughput falls."""
     steps: list[tuple[int, object, bool]] = []
     for connections in plan["ramp_connections"]:
-        m = env.oha(target, case="ramp", repeat=repeat, duration=plan["ramp_step_s"], connections=connections)
+        m = env.oha(target, case="ramp_step", repeat=repeat, duration=plan["ramp_step_s"], connections=connections)
         if m is None:
             break
         steps.append((connections, m, bool(env.last_client_bound)))
@@ -134,7 +134,8 @@ def test_ramp(env, plan, ceilings):
     clients until the app breaks, each ramp in a fresh server process."""
     targets = [t for t in TARGETS if t.name in plan["ramp_apps"]]
     repeats = plan["ramp_repeats"]
-    for repeat, target in env.interleave(repeats, targets, processes=repeats):
+    # a ramp starts on a fresh, cold process, as a newly deployed app does: its lightest step is the warm-up
+    for repeat, target in env.interleave(repeats, targets, processes=repeats, warm_up=lambda _target: None):
         steps = _ramp(env, plan, target, repeat)
         if not steps:
             continue
@@ -160,7 +161,7 @@ def test_ramp(env, plan, ceilings):
             rows.append(("p90_latency_s", peak.load.latency[0.9], "s", {}))
         env.record.many(
             rows,
-            case="ramp_peak",
+            case="ramp",
             implementation=target.name,
             variant=target.variant,
             driver="oha",

@@ -29,13 +29,13 @@ def _table() -> pd.DataFrame:
     rows = []
     for repeat, (gnet, axum) in enumerate([(1000.0, 800.0), (1200.0, 900.0), (1100.0, 700.0)]):
         rows += [
-            _row("ramp_peak", "gnet_devices", "peak_requests_per_s", gnet, repeat, bound=repeat == 0),
-            _row("ramp_peak", "gnet_devices", "p90_latency_s", 0.002, repeat),
-            _row("ramp_peak", "axum_devices", "peak_requests_per_s", axum, repeat),
+            _row("ramp", "gnet_devices", "peak_requests_per_s", gnet, repeat, bound=repeat == 0),
+            _row("ramp", "gnet_devices", "p90_latency_s", 0.002, repeat),
+            _row("ramp", "axum_devices", "peak_requests_per_s", axum, repeat),
         ]
-        for connections, share in ((4, 0.5), (16, 1.0)):
-            rows.append(_row("ramp", "gnet_devices", "rps", gnet * share, repeat, connections=connections))
-            rows.append(_row("ramp", "gnet_devices", "latency_p90_s", 0.001 * share, repeat, connections=connections))
+        for c, share in ((4, 0.5), (16, 1.0)):
+            rows.append(_row("ramp_step", "gnet_devices", "rps", gnet * share, repeat, connections=c))
+            rows.append(_row("ramp_step", "gnet_devices", "latency_p90_s", 0.001 * share, repeat, connections=c))
     return pd.DataFrame(rows)
 
 
@@ -51,4 +51,4 @@ def test_the_ramp_figure_comes_first_and_only_with_ramp_rows():
     made = figures(table)
     assert made[0].name == "http_ramp"
     plt.close("all")
-    assert _ramp(table[table["case"] != "ramp"]) is None
+    assert _ramp(table[table["case"] != "ramp_step"]) is None

@@ -84,7 +84,7 @@ _LOAD = [
     _m("quota_use", "ratio", "none", "share of the budget the server used", gated=False),
     _m("history_rps", "1/s", "higher", "requests per second in one second of a run", gated=False),
     _m("history_users", "count", "none", "locust users in one second of a step ramp (a setting)", gated=False),
-    # suites/test_http_frameworks.py `ramp_peak`: one ramp of connections until the app broke (Anton Putra's test 1)
+    # suites/test_http_frameworks.py case `ramp`: one ramp of connections until the app broke (Anton Putra's test 1)
     _m("peak_requests_per_s", "1/s", "higher", "the ramp's highest requests per second over its steps"),
     _m("p90_latency_s", "s", "lower", "the p90 latency at the ramp's step of peak throughput"),
     _m("peak_connections", "count", "none", "connections at the ramp's step of peak throughput", gated=False),

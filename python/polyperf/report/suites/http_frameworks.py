@@ -209,7 +209,7 @@ def _drivers(table: pd.DataFrame) -> Figure | None:
 def _ramp_steps(table: pd.DataFrame, metric: str) -> dict[str, dict[int, list[tuple[float, bool]]]]:
     """{app: {connections: [(value, client-bound) per ramp]}} of the ramp's steps."""
     out: dict[str, dict[int, list[tuple[float, bool]]]] = {}
-    for _, r in rows(table, "ramp", metric).iterrows():
+    for _, r in rows(table, "ramp_step", metric).iterrows():
         steps = out.setdefault(r["implementation"], {})
         steps.setdefault(int(r["params"]["connections"]), []).append((float(r["value"]), bool(r["client_bound"])))
     return out
@@ -218,8 +218,8 @@ def _ramp_steps(table: pd.DataFrame, metric: str) -> dict[str, dict[int, list[tu
 def _peak_text(table: pd.DataFrame) -> str:
     """Each app's peak requests/s and the p90 at that step, median over ramps, with the client-bound count."""
     parts = []
-    for app, group in rows(table, "ramp_peak", "peak_requests_per_s").groupby("implementation"):
-        p90 = rows(table, "ramp_peak", "p90_latency_s")
+    for app, group in rows(table, "ramp", "peak_requests_per_s").groupby("implementation"):
+        p90 = rows(table, "ramp", "p90_latency_s")
         p90 = p90[p90["implementation"] == app]["value"]
         bound = int(group["client_bound"].astype(bool).sum())
         text = f"{app} peaks at {group['value'].median():,.0f} req/s"
