@@ -32,7 +32,7 @@ from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.errors import PolyperfError
 
-__all__ = ["Plan", "Sample", "Side", "run_job", "run_workers"]
+__all__ = ["Job", "Plan", "Sample", "Side", "run_job", "run_workers"]
 
 MAX_ITERATIONS = 10_000
 
