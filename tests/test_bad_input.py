@@ -137,10 +137,15 @@ def test_bad_lines_are_skipped_and_counted_with_number_and_reason(tmp_path):
             '{"cut',  # 32
         ],
     )
-    with pytest.warns(UserWarning, match="8 unreadable lines skipped"):
+    with pytest.warns(
+        UserWarning,
+        match=r"6 unreadable lines skipped \(line 25, 26, 28, 29, 30 and 1 more\); "
+        r"2 values left out \(NaN\) \(line 27, 31\)",
+    ):
         table = load_run(run_dir)
     assert len(table) == ROWS + 2  # the negative time and the 1e308 keep their row, with NaN
     assert table["value"].isna().sum() == 2
+    assert table.attrs["unreadable_lines"] == [25, 26, 28, 29, 30, 32] and table.attrs["left_out_lines"] == [27, 31]
     problems = table.attrs["problems"]
     assert problems[25].startswith("a number Python refuses") and problems[26].startswith("schema_version")
     assert problems[27] == "value negative: -0.5 s" and problems[28].startswith("unit: 'ms'")
@@ -148,9 +153,10 @@ def test_bad_lines_are_skipped_and_counted_with_number_and_reason(tmp_path):
     assert problems[31].startswith("value out of range") and problems[32].startswith("not JSON")
     code, out, err = _cli("report", str(run_dir))
     assert code == 0, err
-    assert "8 unreadable lines skipped" in out and "line 25: a number Python refuses" in out
+    assert "6 unreadable lines skipped, 2 values left out (NaN)" in out and "line 25: a number Python refuses" in out
     log = (run_dir / "logs" / "polyperf.log").read_text()
-    assert "results.jsonl: 8 unreadable lines skipped: line 25, 26, 27, 28, 29, 30, 31, 32" in log
+    assert "results.jsonl: 6 unreadable lines skipped: line 25, 26, 28, 29, 30, 32" in log
+    assert "results.jsonl: 2 values left out (NaN): line 27, 31" in log
     assert "results.jsonl: value negative: line 27 (first: -0.5 s)" in log
 
 

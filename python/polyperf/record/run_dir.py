@@ -118,21 +118,28 @@ def _lines_text(numbers: Sequence[int], shown: int = 20) -> str:
     return lines_text(numbers, shown)
 
 
+def _left_out_text(count: int) -> str:
+    return f"{count} value{'' if count == 1 else 's'} left out (NaN)"
+
+
 def skipped_note(table: pd.DataFrame) -> str:
-    """One line on what loading a run skipped and why ("" when nothing), for the CLI: the count, the first
-    problem, and where the line numbers are."""
-    bad = table.attrs.get("unreadable_lines") or []
-    if not bad:
+    """One line on what loading a run skipped or left out and why ("" when nothing), for the CLI: the counts,
+    the first problem, and where the line numbers are."""
+    skipped, left_out = table.attrs.get("unreadable_lines") or [], table.attrs.get("left_out_lines") or []
+    if not skipped and not left_out:
         return ""
+    counts = [unreadable_text(len(skipped))] if skipped else []
+    counts += [_left_out_text(len(left_out))] if left_out else []
     problems = table.attrs.get("problems") or {}
-    first = f"; line {bad[0]}: {problems[bad[0]]}" if bad[0] in problems else ""
-    return f"{unreadable_note(len(bad))}{first}"
+    first = min([*skipped, *left_out])
+    why = f"; line {first}: {problems[first]}" if first in problems else ""
+    return f"{JSONL}: {', '.join(counts)} (line numbers in {LOG}){why}"
 
 
 def unreadable_lines(path: str | os.PathLike[str]) -> list[int]:
     """Line numbers of the run's `results.jsonl` that hold no readable row (none when there is no JSONL)."""
     jsonl = resolve_run(path) / JSONL
-    return read_jsonl(jsonl).bad_lines if jsonl.exists() else []
+    return sorted(read_jsonl(jsonl).skipped) if jsonl.exists() else []
 
 
 def log_line(run_dir: Path, text: str) -> None:
@@ -156,9 +163,11 @@ def _params_as_map(frame: pd.DataFrame) -> pa.Table:
 
 
 def _log_problems(run_dir: Path, frame: pd.DataFrame) -> None:
-    bad = frame.attrs.get("unreadable_lines") or []
+    bad, left_out = frame.attrs.get("unreadable_lines") or [], frame.attrs.get("left_out_lines") or []
     if bad:
         log_line(run_dir, f"{JSONL}: {unreadable_text(len(bad))}: line {_lines_text(bad, shown=len(bad))}")
+    if left_out:
+        log_line(run_dir, f"{JSONL}: {_left_out_text(len(left_out))}: line {_lines_text(left_out, len(left_out))}")
     problems = frame.attrs.get("problems") or {}
     for kind, numbers in by_kind(problems).items():
         first = problems[numbers[0]].removeprefix(kind).removeprefix(": ")
@@ -244,20 +253,21 @@ def load_run(path: str | os.PathLike[str] = "reports/latest") -> pd.DataFrame:
     The JSONL is the source of truth (rows appended after the last finalize included), unless `results.parquet`
     holds more rows than it gives (a JSONL truncated or overwritten): then the parquet is used and
     `table.attrs["kept"]` says why. The parquet alone is enough when a run directory was shared without the JSONL.
-    Lines that cannot be a row are skipped, and rows whose value cannot stand (NaN, infinite, out of range,
-    a negative time) keep their place with the value NaN; both are counted with a warning, their numbers in
-    `table.attrs["unreadable_lines"]`, and why in `table.attrs["problems"]` (line → reason)."""
+    Lines that cannot be a row are skipped (`table.attrs["unreadable_lines"]`), and rows whose value cannot stand
+    (NaN, infinite, out of range, a negative time) keep their place with the value NaN
+    (`table.attrs["left_out_lines"]`); both are counted with a warning, and why is in `table.attrs["problems"]`
+    (line → reason)."""
     run_dir = resolve_run(path)
     read, source, kept = _read_larger(run_dir)
     frame = as_frame(read.records)
-    bad = read.bad_lines
-    frame.attrs.update(unreadable_lines=bad, problems=read.problems, read_from=source, kept=kept)
-    if bad:
-        warnings.warn(
-            f"{run_dir / JSONL}: {unreadable_text(len(bad))} (line {_lines_text(bad, shown=5)})",
-            UnreadableLines,
-            stacklevel=2,
-        )
+    skipped, left_out = sorted(read.skipped), sorted(read.left_out)
+    frame.attrs.update(
+        unreadable_lines=skipped, left_out_lines=left_out, problems=read.problems, read_from=source, kept=kept
+    )
+    said = [f"{unreadable_text(len(skipped))} (line {_lines_text(skipped, shown=5)})"] if skipped else []
+    said += [f"{_left_out_text(len(left_out))} (line {_lines_text(left_out, shown=5)})"] if left_out else []
+    if said:
+        warnings.warn(f"{run_dir / JSONL}: {'; '.join(said)}", UnreadableLines, stacklevel=2)
     return frame
 
 

@@ -17,7 +17,7 @@ from polyperf.analyse.stats import summarize
 from polyperf.common.paths import suite_of
 from polyperf.common.units import format_value
 from polyperf.record.catalogue import current_metric, metric_info
-from polyperf.record.run_dir import JSONL, unreadable_lines, unreadable_note
+from polyperf.record.run_dir import JSONL, skipped_note, unreadable_lines, unreadable_note
 from polyperf.record.schema import series_params_key
 
 __all__ = ["FLAGGERS", "NOISE_SHARE", "Flag", "find_flags", "series_name"]
@@ -75,7 +75,9 @@ def env_flags(env: Mapping[str, Any]) -> list[Flag]:
 
 def unreadable(table: pd.DataFrame, run_dir: Path) -> list[Flag]:
     """Lines of results.jsonl that held no readable row (a write cut short, a garbled line): rows lost, counted."""
-    lines = table.attrs["unreadable_lines"] if "unreadable_lines" in table.attrs else unreadable_lines(run_dir)
+    if "unreadable_lines" in table.attrs:  # with the values left out, and the first reason
+        return [Flag("unreadable", JSONL, note)] if (note := skipped_note(table)) else []
+    lines = unreadable_lines(run_dir)
     return [Flag("unreadable", JSONL, unreadable_note(len(lines)))] if lines else []
 
 
