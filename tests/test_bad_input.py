@@ -98,6 +98,7 @@ def test_report_never_shrinks_the_table(tmp_path, content):
     assert _parquet_rows(run_dir) == ROWS and len(pd.read_csv(run_dir / "results.csv")) == ROWS
     assert "results.parquet holds 24: the larger, results.parquet, is kept" in out
     assert "results.parquet, is kept" in (run_dir / "logs" / "polyperf.log").read_text()
+    assert "results.parquet, is kept" in (run_dir / "report.html").read_text().split('id="flagged"', 1)[1]
 
 
 def test_a_missing_csv_is_rebuilt_from_the_larger_parquet(tmp_path):

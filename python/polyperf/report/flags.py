@@ -76,7 +76,8 @@ def env_flags(env: Mapping[str, Any]) -> list[Flag]:
 def unreadable(table: pd.DataFrame, run_dir: Path) -> list[Flag]:
     """Lines of results.jsonl that held no readable row (a write cut short, a garbled line): rows lost, counted."""
     if "unreadable_lines" in table.attrs:  # with the values left out, and the first reason
-        return [Flag("unreadable", JSONL, note)] if (note := skipped_note(table)) else []
+        flags = [Flag("unreadable", JSONL, note)] if (note := skipped_note(table)) else []
+        return flags + ([Flag("unreadable", "results.parquet", table.attrs["kept"])] if table.attrs.get("kept") else [])
     lines = unreadable_lines(run_dir)
     return [Flag("unreadable", JSONL, unreadable_note(len(lines)))] if lines else []
 
