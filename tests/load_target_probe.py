@@ -21,7 +21,20 @@ from pathlib import Path
 from typing import ClassVar
 
 
-class _Handler(BaseHTTPRequestHandler):
+class OkHandler(BaseHTTPRequestHandler):
+    """Answers every GET with 200 `ok` and logs nothing (also the loopback server of `test_per_second.py`)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+class _Handler(OkHandler):
     log_file: Path | None = None
     seen: ClassVar[list] = []
 
@@ -35,13 +48,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.seen.append(["GET", self.connection.getsockname()[0], self.path])
-        self.send_response(200)
-        self.send_header("content-length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args: object) -> None:
-        return
+        super().do_GET()
 
 
 class _DualStack(ThreadingHTTPServer):

@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 from test_load_target import ALLOWED, AMBIGUOUS, REMOTE, fill
 
+from polyperf.common.procs import stop
 from polyperf.errors import ToolchainMissing
 from polyperf.load import ensure_oha
 
@@ -64,16 +64,6 @@ class Wire:
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True, timeout=20)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -120,7 +110,7 @@ def wire(tmp_path_factory):
         yield wire
     finally:
         if listener is not None:
-            _stop(listener)
+            stop(listener)
         for ns in (client, far):  # deleting a namespace deletes the veth leg in it
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=20, check=False)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
@@ -150,7 +140,7 @@ def test_a_worker_refuses_what_a_hostile_master_sends(wire, tmp_path):
         assert done.returncode == 0, done.stderr[-3000:]
         assert worker.wait(timeout=60) == 0, (tmp_path / "w.out").read_text()  # it quit with its master
     finally:
-        _stop(worker)
+        stop(worker)
     report = json.loads((tmp_path / "r").read_text())
     *replies, ack = report["replies"]
     expected = ["backslash", "unknown field(s) bound", "'connections'", "unknown field(s) bound, duration, url"]

@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 from polyperf.build import build
+from polyperf.common.procs import stop
 from polyperf.load import LoadFailed, TargetNotLoopback, latency_hdr, require_target
 from polyperf.load.distributed import combine_oha, oha_bound, split_evenly
 from polyperf.load.locust_driver import parse_hostport
@@ -135,16 +135,6 @@ def _wait_for_line(log: Path, text: str, proc: subprocess.Popen, timeout: float)
     raise AssertionError(f"no {text!r} in {log}: {log.read_text(errors='replace')[-2000:]}")
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     refused = _namespaces_refused()
@@ -168,7 +158,7 @@ def lab(tmp_path_factory):
         yield lab
     finally:
         for proc in reversed(lab.procs if lab else []):
-            _stop(proc)
+            stop(proc)
         for name in names.values():  # deleting a namespace deletes the veth legs in it
             subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=20, check=False)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from load_target_probe import OkHandler
 
 from polyperf.errors import ToolchainMissing
 from polyperf.load import Bounds, ensure_oha, run_oha
@@ -90,23 +91,12 @@ def test_another_file_is_refused_with_its_name(tmp_path: Path) -> None:
 @pytest.fixture
 def local_http():
     """A loopback HTTP server answering 200 to every GET, in a thread."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OkHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/"
     server.shutdown()
     server.server_close()
-
-
-class _Ok(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("content-length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *_args: object) -> None:
-        pass
 
 
 @pytest.mark.slow
