@@ -95,59 +95,14 @@ def _http_rows(gnet_bound=False):
             ):
                 rows.append(_row("http_frameworks", "fixed_rate", impl, variant, metric, value, repeat, **fixed))
             lvariant = variant.replace("oha", "locust")
-            rows.append(
-                _row(
-                    "http_frameworks",
-                    "locust",
-                    impl,
-                    lvariant,
-                    "rps",
-                    8000,
-                    repeat,
-                    users=512,
-                    driver="locust",
-                    client_bound=True,
-                )
-            )
-            rows.append(
-                _row(
-                    "http_frameworks",
-                    "locust",
-                    impl,
-                    lvariant,
-                    "client_bound",
-                    1.0,
-                    repeat,
-                    users=512,
-                    driver="locust",
-                    client_bound=True,
-                )
-            )
+            locust = {"users": 512, "driver": "locust", "client_bound": True}
+            for metric, value in (("rps", 8000), ("client_bound", 1.0)):
+                rows.append(_row("http_frameworks", "locust", impl, lvariant, metric, value, repeat, **locust))
             for second in range(3):
-                rows.append(
-                    _row(
-                        "http_frameworks",
-                        "locust_history",
-                        impl,
-                        lvariant,
-                        "history_rps",
-                        7000 + second,
-                        0,
-                        second=second,
+                for metric, value in (("history_rps", 7000 + second), ("history_users", 8 * 4**second)):
+                    rows.append(
+                        _row("http_frameworks", "locust_history", impl, lvariant, metric, value, 0, second=second)
                     )
-                )
-                rows.append(
-                    _row(
-                        "http_frameworks",
-                        "locust_history",
-                        impl,
-                        lvariant,
-                        "history_users",
-                        8 * 4**second,
-                        0,
-                        second=second,
-                    )
-                )
         for driver, rps in (("oha", 120e3), ("wrk", 125e3)):
             rows.append(
                 _row(
