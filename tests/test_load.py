@@ -72,6 +72,11 @@ def hello(tmp_path_factory, tools):
         yield server
 
 
+def _load(run, server: Server, log_dir, bounds: Bounds, *, client_cpus=CLIENT_CPUS, **options) -> LoadResult:
+    """One bounded load by the driver function `run` on `server`'s root, from the client CPUs."""
+    return run(server.url + "/", bounds=bounds, client_cpus=client_cpus, log_dir=log_dir, **options)
+
+
 def _assert_sane(result: LoadResult, bound: float):
     assert result.requests > 0 and result.rps > 0, result
     assert result.requests == result.successes + result.failures
@@ -87,14 +92,7 @@ def test_native_driver_closed_model(hello, tmp_path, driver):
     run = _driver(driver)
     pids = []
     started = time.monotonic()
-    result = run(
-        hello.url + "/",
-        bounds=Bounds(1.5, NO_LIMIT),
-        client_cpus=CLIENT_CPUS,
-        log_dir=tmp_path,
-        connections=16,
-        on_spawn=pids.append,
-    )
+    result = _load(run, hello, tmp_path, Bounds(1.5, NO_LIMIT), connections=16, on_spawn=pids.append)
     assert time.monotonic() - started < 1.5 + 5
     _assert_sane(result, 1.5)
     assert result.driver == driver and result.mode == "closed" and result.connections == 16
@@ -103,9 +101,7 @@ def test_native_driver_closed_model(hello, tmp_path, driver):
 
 
 def test_oha_stops_at_request_bound(hello, tmp_path):
-    result = run_oha(
-        hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path, connections=8
-    )
+    result = _load(run_oha, hello, tmp_path, Bounds(2.0, 3000), connections=8)
     assert result.requests == 3000 and result.duration < 2.0
     assert result.rps == pytest.approx(3000 / result.duration)
 
@@ -115,19 +111,12 @@ def test_wrk_refuses_a_request_bound_it_cannot_keep(hello, tmp_path):
     rate over the wrong duration, so it refuses before starting (oha and bombardier keep such bounds)."""
     _driver("wrk")
     with pytest.raises(LoadFailed, match="cannot stop at 3000 requests"):
-        run_wrk(hello.url + "/", bounds=Bounds(2.0, 3000), client_cpus=CLIENT_CPUS, log_dir=tmp_path, connections=8)
+        _load(run_wrk, hello, tmp_path, Bounds(2.0, 3000), connections=8)
     assert not list(tmp_path.iterdir()), "nothing was started"
 
 
 def test_oha_fixed_rate_reports_offered_and_achieved(hello, tmp_path):
-    result = run_oha(
-        hello.url + "/",
-        bounds=Bounds(1.5, NO_LIMIT),
-        client_cpus=CLIENT_CPUS,
-        log_dir=tmp_path,
-        connections=8,
-        rate=500,
-    )
+    result = _load(run_oha, hello, tmp_path, Bounds(1.5, NO_LIMIT), connections=8, rate=500)
     _assert_sane(result, 1.5)
     assert result.mode == "fixed-rate" and result.offered_rate == 500
     assert 0.8 < result.achieved_rate_ratio <= 1.05
@@ -137,16 +126,8 @@ def test_oha_fixed_rate_reports_offered_and_achieved(hello, tmp_path):
 def test_locust_closed_model(hello, tmp_path, processes):
     pids = []
     started = time.monotonic()
-    result = run_locust(
-        hello.url + "/",
-        bounds=Bounds(1.5, NO_LIMIT),
-        client_cpus=CLIENT_CPUS,
-        log_dir=tmp_path,
-        users=8,
-        spawn_rate=100,
-        processes=processes,
-        on_spawn=pids.append,
-    )
+    locust = {"users": 8, "spawn_rate": 100, "processes": processes}
+    result = _load(run_locust, hello, tmp_path, Bounds(1.5, NO_LIMIT), **locust, on_spawn=pids.append)
     assert time.monotonic() - started < 1.5 + 30  # locust's own start-up (gevent, workers) is bounded too
     _assert_sane(result, 1.5)
     assert result.latency_resolution == 0.001 and result.status_counts == {200: result.requests}
@@ -156,18 +137,9 @@ def test_locust_closed_model(hello, tmp_path, processes):
 
 
 def test_locust_request_bound_and_step_ramp(hello, tmp_path):
-    capped = run_locust(
-        hello.url + "/", bounds=Bounds(10.0, 400), client_cpus=CLIENT_CPUS, log_dir=tmp_path, users=4, processes=2
-    )
+    capped = _load(run_locust, hello, tmp_path, Bounds(10.0, 400), users=4, processes=2)
     assert 0 < capped.requests <= 400 and capped.duration < 10.0
-    ramp = run_locust(
-        hello.url + "/",
-        bounds=Bounds(10.0, NO_LIMIT),
-        client_cpus=CLIENT_CPUS,
-        log_dir=tmp_path,
-        steps=[(2, 1.0), (6, 1.0)],
-        processes=1,
-    )
+    ramp = _load(run_locust, hello, tmp_path, Bounds(10.0, NO_LIMIT), steps=[(2, 1.0), (6, 1.0)], processes=1)
     assert ramp.mode == "ramp" and ramp.connections == 6
     assert 1.5 < ramp.duration < 4.0, "the ramp stops after its last stage, long before the 10 s bound"
     assert ramp.extra["peak_users"] == 6
@@ -176,9 +148,7 @@ def test_locust_request_bound_and_step_ramp(hello, tmp_path):
 def test_measure_gives_server_and_client_cost(hello, tmp_path):
     m = measure(
         hello.pid,
-        lambda on_spawn: run_oha(
-            hello.url + "/", bounds=Bounds(1.5, NO_LIMIT), client_cpus=CLIENT_CPUS, log_dir=tmp_path, on_spawn=on_spawn
-        ),
+        lambda on_spawn: _load(run_oha, hello, tmp_path, Bounds(1.5, NO_LIMIT), on_spawn=on_spawn),
         client_cpus=CLIENT_CPUS,
         alive=hello.check_alive,
     )
@@ -206,11 +176,12 @@ def test_client_bound_when_the_client_is_starved(hello, tmp_path):
     """One locust process with many users against a fast server: locust, not the server, is the limit."""
     m = measure(
         hello.pid,
-        lambda on_spawn: run_locust(
-            hello.url + "/",
-            bounds=Bounds(2.0, NO_LIMIT),
+        lambda on_spawn: _load(
+            run_locust,
+            hello,
+            tmp_path,
+            Bounds(2.0, NO_LIMIT),
             client_cpus=CLIENT_CPUS[:1],
-            log_dir=tmp_path,
             users=200,
             spawn_rate=1000,
             processes=1,
@@ -221,14 +192,8 @@ def test_client_bound_when_the_client_is_starved(hello, tmp_path):
     assert m.client_bound, f"client used {m.client_cpu_fraction:.0%} of its core, server {m.server_cpu_fraction:.0%}"
     impossible = measure(
         hello.pid,
-        lambda on_spawn: run_oha(
-            hello.url + "/",
-            bounds=Bounds(1.0, NO_LIMIT),
-            client_cpus=CLIENT_CPUS,
-            log_dir=tmp_path,
-            connections=4,
-            rate=2_000_000,
-            on_spawn=on_spawn,
+        lambda on_spawn: _load(
+            run_oha, hello, tmp_path, Bounds(1.0, NO_LIMIT), connections=4, rate=2_000_000, on_spawn=on_spawn
         ),
         client_cpus=CLIENT_CPUS,
     )
@@ -295,15 +260,7 @@ def test_alive_check_ends_a_driver_with_server_failed(tmp_path, tools):
     try:
         threading.Timer(0.3, os.kill, (server.pid, signal.SIGKILL)).start()
         with pytest.raises(ServerFailed, match=r"exited with code -9; log .*listening"):
-            run_locust(
-                server.url + "/",
-                bounds=Bounds(5.0, NO_LIMIT),
-                client_cpus=CLIENT_CPUS,
-                log_dir=tmp_path,
-                users=2,
-                processes=1,
-                alive=server.check_alive,
-            )
+            _load(run_locust, server, tmp_path, Bounds(5.0, NO_LIMIT), users=2, processes=1, alive=server.check_alive)
     finally:
         server.stop()
 
