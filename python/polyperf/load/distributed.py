@@ -181,23 +181,21 @@ def combine_oha(
     windows = [w["window"] for w in per_worker]
     started, ended = min(w[0] for w in windows), max(w[1] for w in windows)
     merged = latency_hdr.merge(histograms)
-    result = LoadResult(
-        driver="oha",
-        mode="fixed-rate" if rate else "closed",
-        url=url,
+    return LoadResult.native(
+        "oha",
+        url,
         started_at=started,
-        ended_at=ended,
+        seconds=ended - started,  # the difference of two close clock readings is exact: the window ends at `ended`
         requests=requests,
         successes=successes,
-        failures=requests - successes,
+        client_cpus=client_cpus,
+        mode="fixed-rate" if rate else "closed",
         latency=latency_hdr.percentiles(merged, PERCENTILES),
-        latency_resolution=1e-6,
         connections=connections,
         offered_rate=rate,
         errors=errors,
         status_counts=status,
         client_processes=len(reports),
-        client_cpus=tuple(client_cpus),
         extra={
             "distributed": True,
             "workers": len(reports),
@@ -207,5 +205,3 @@ def combine_oha(
             "latency_count": merged.get_total_count(),
         },
     )
-    result.check()
-    return result
