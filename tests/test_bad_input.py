@@ -293,8 +293,9 @@ def _broken_run(draw: st.DrawFn) -> dict[str, Any]:
         "lines": draw(st.lists(st.integers(0, 10**6), max_size=6)),  # seeds for bad lines, drawn below
         "truncate": draw(st.one_of(st.none(), st.integers(0, 4000))),
         "jsonl_folder": draw(st.booleans()) and draw(st.booleans()),
-        "env": draw(st.sampled_from([None, b"[1,2]", b"{", b"", b'"text"', b"{}", b"\xff"])),
+        "env": draw(st.sampled_from([None, b"[1,2]", b"{", b"", b'"text"', b"{}", b"\xff", "folder"])),
         "parquet": draw(st.sampled_from(["keep", "keep", "drop", "garbage"])),
+        "csv": draw(st.sampled_from(["keep", "keep", "drop", "garbage", "folder"])),
     }
 
 
@@ -307,8 +308,18 @@ def _break(run_dir: Path, spec: dict[str, Any], bad_lines: list[str]) -> None:
     if spec["jsonl_folder"]:
         jsonl.unlink()
         jsonl.mkdir()
-    if spec["env"] is not None:
+    if spec["env"] == "folder":
+        (run_dir / "env.json").unlink()
+        (run_dir / "env.json").mkdir()
+    elif spec["env"] is not None:
         (run_dir / "env.json").write_bytes(spec["env"])
+    csv = run_dir / "results.csv"
+    if spec["csv"] != "keep":
+        csv.unlink()
+    if spec["csv"] == "garbage":
+        csv.write_bytes(b'a,"b\n\x00')
+    elif spec["csv"] == "folder":
+        csv.mkdir()
     if spec["parquet"] == "drop":
         (run_dir / "results.parquet").unlink()
     elif spec["parquet"] == "garbage":
@@ -325,6 +336,7 @@ def test_every_command_on_a_broken_run_gives_one_line_and_keeps_every_row(spec, 
         bad_lines = [data.draw(_bad_line(good)) for _ in spec["lines"]]
         _break(run_dir, spec, bad_lines)
         held = _parquet_rows(run_dir) if spec["parquet"] == "keep" else 0
+        held_csv = len(pd.read_csv(run_dir / "results.csv")) if spec["csv"] == "keep" else 0
         names = ("results.jsonl", "env.json", "results.parquet", str(run_dir))
         claims = Path(tmp) / "claims.toml"
         claims.write_text(tomli_w.dumps({"claims": [_claim()]}))
@@ -339,8 +351,10 @@ def test_every_command_on_a_broken_run_gives_one_line_and_keeps_every_row(spec, 
         ):
             code, out, err = _cli(*argv)
             _assert_one_line(code, out, err, names)
-            if (run_dir / "results.parquet").is_file() and held:
+            if held:  # never removed, never shrunk
                 assert _parquet_rows(run_dir) >= held, argv
+            if held_csv:
+                assert len(pd.read_csv(run_dir / "results.csv")) >= held_csv, argv
 
 
 # --- generated: broken claims files -------------------------------------------------------------------------
