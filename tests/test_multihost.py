@@ -62,6 +62,10 @@ class Lab:
         self.procs.append(proc)
         return proc
 
+    def run(self, role: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        """Runs `args` in `role`'s namespace to its end (bounded by `timeout`), its output captured as text."""
+        return subprocess.run(self.cmd(role, args), capture_output=True, text=True, timeout=timeout, check=False)
+
     def server_rx_bytes(self) -> int:
         total = 0
         for link in self.server_links:
@@ -187,13 +191,7 @@ def test_load_from_workers_on_two_other_hosts(lab, driver):
     size = ["--connections", "16"] if driver == "oha" else ["--users", "10"]
     load = ["load", lab.url, "--driver", driver, "--workers", str(WORKERS), "--allow-remote", "--master-bind", bind]
     load += ["--duration", "3", "--max-requests", str(MAX_REQUESTS), *size, "--client-cpus", CLIENT_CPU]
-    done = subprocess.run(
-        lab.cmd("master", [*POLYPERF, *load, "--worker-wait", "60", "--out", str(tmp / "out")]),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    done = lab.run("master", [*POLYPERF, *load, "--worker-wait", "60", "--out", str(tmp / "out")], timeout=180)
     print(done.stdout, done.stderr)
     assert done.returncode == 0, done.stderr
     # the workers leave with the master (bounded), the server stays up
@@ -226,13 +224,7 @@ def test_a_worker_without_the_opt_in_refuses_a_remote_target(lab):
     tmp.mkdir()
     worker = lab.start("worker0", [*POLYPERF, "worker", "--master", bind, "--idle", "60"], tmp / "worker.out")
     load = ["load", lab.url, "--workers", "1", "--allow-remote", "--master-bind", bind, "--duration", "1"]
-    done = subprocess.run(
-        lab.cmd("master", [*POLYPERF, *load, "--max-requests", "10", "--out", str(tmp / "out")]),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = lab.run("master", [*POLYPERF, *load, "--max-requests", "10", "--out", str(tmp / "out")], timeout=120)
     assert done.returncode == 2 and "start the worker with --allow-remote" in done.stderr, done.stderr
     assert worker.wait(timeout=30) == 0  # told to quit by the master
 
