@@ -22,6 +22,10 @@ after over those before, 95% Moses interval) and its p-value; the metric catalog
 """
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _pct(value: float) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:+.1%}"
 
@@ -67,11 +71,11 @@ def _cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         print(changes.to_json(orient="records", indent=1))
     else:
-        runs = history.points["run_id"].nunique()
+        runs, commits = history.points["run_id"].nunique(), len(history.commits)
+        claims = history.verdicts["claim"].nunique()
         print(
-            f"machine {history.machine}: {runs} runs over {len(history.commits)} commits, "
-            f"{history.points['series_id'].nunique()} series, {history.verdicts['claim'].nunique()} claims; "
-            f"{len(changes)} change{'s' if len(changes) != 1 else ''}"
+            f"machine {history.machine}: {_count(runs, 'run')} over {_count(commits, 'commit')}, "
+            f"{history.points['series_id'].nunique()} series, {_count(claims, 'claim')}; {_count(len(changes), 'change')}"
         )
         for _, row in changes.iterrows():
             print("  " + _change_line(row))
@@ -151,7 +155,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--newest", type=int, default=5, metavar="N", help="what --fail-on-regression counts as newest (default 5)"
     )
     hist.set_defaults(func=_cmd_history)
-    hist_sub = hist.add_subparsers(dest="history_command", required=False, metavar="ACTION")
+    hist_sub = hist.add_subparsers(dest="history_command", required=False, metavar="[backfill]")
     back = hist_sub.add_parser(
         "backfill",
         help="run suites at each commit of a range (in worktrees), skipping commits already stored",
