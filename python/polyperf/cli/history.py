@@ -75,7 +75,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
         claims = history.verdicts["claim"].nunique()
         print(
             f"machine {history.machine}: {_count(runs, 'run')} over {_count(commits, 'commit')}, "
-            f"{history.points['series_id'].nunique()} series, {_count(claims, 'claim')}; {_count(len(changes), 'change')}"
+            f"{history.points['series_id'].nunique()} series, {_count(claims, 'claim')}; "
+            f"{_count(len(changes), 'change')}"
         )
         for _, row in changes.iterrows():
             print("  " + _change_line(row))
