@@ -181,6 +181,11 @@ def test_postgresql_stores_once_and_concurrent_writers_both_land(pg_url: str, tm
     assert _counts(store) == (4, 8, 56)
     assert store.stored_commits() == {"c1", "c2", "c3", "c4"}
     assert store.series()["series_id"].nunique() == 2  # the series' keys are shared, never duplicated
+    from polyperf.report.history import build_history
+
+    history = build_history(store, since="2020-01-01")  # the same reads as on DuckDB
+    assert history.commits == ["c1", "c2", "c3", "c4"] and history.points["run_id"].nunique() == 4
+    assert store.machines()["runs"].tolist() == [4]
 
 
 @pytest.mark.slow
