@@ -239,3 +239,30 @@ def test_a_finished_run_joins_the_history_and_a_failing_store_costs_it_nothing(t
     assert len(err) == 1 and err[0].startswith("polyperf: history: not stored: mysql://")
     assert "history: not stored" in (other / "logs" / "polyperf.log").read_text()
     assert (other / "results.parquet").exists() and read_run(other).run_id == other.name
+
+
+def test_each_point_is_the_median_and_interval_that_summarize_gives() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from polyperf.analyse.stats import summarize
+    from polyperf.store.records import points_of
+
+    rng = np.random.default_rng(4)
+    sizes = [1, 2, 5, 6, 7, 10, 23]
+    samples = pd.DataFrame(
+        [
+            {"series_id": i, "repeat": r, "value": float(v), "client_bound": False}
+            for i, n in enumerate(sizes)
+            for r, v in enumerate(rng.lognormal(0, 0.2, n))
+        ]
+    )
+    points = points_of(samples).set_index("series_id")
+    for i in range(len(sizes)):
+        expected = summarize(samples.loc[samples["series_id"] == i, "value"])
+        got = points.loc[i]
+        assert got["n"] == expected.n and got["value"] == pytest.approx(expected.median)
+        if expected.has_interval:
+            assert (got["low"], got["high"]) == pytest.approx((expected.low, expected.high))
+        else:
+            assert np.isnan(got["low"]) and np.isnan(got["high"])
