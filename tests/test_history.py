@@ -104,6 +104,9 @@ def test_the_page_marks_changes_and_links_points_to_reports(history_out: Path) -
     assert len(set(links)) == COMMITS // 12  # the runs that have a report
     assert page.count('class="change') >= 2 and "between " in page
     assert 'class="verdict reproduced"' in page
+    from polyperf.report.index import write_index
+
+    assert 'href="history.html"' in write_index(history_out).read_text()  # the run list links to it
 
 
 @pytest.fixture(scope="module")

@@ -94,6 +94,7 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         runs=run_entries(out),
         verdicts=VERDICTS,
         latest=latest.resolve().name if latest.exists() else None,
+        history=(out / "history.html").exists(),  # `polyperf history` wrote the runs' history page here
     )
     path = out / "index.html"
     write_text_atomic(path, page)
