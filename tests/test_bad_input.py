@@ -161,7 +161,7 @@ def test_bad_lines_are_skipped_and_counted_with_number_and_reason(tmp_path):
     assert "results.jsonl: value negative: line 27 (first: -0.5 s)" in log
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, 1e308, -1.0])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 1e308, -1.0, 1e-300])
 def test_a_series_with_no_valid_values_leaves_the_rest_of_the_report(tmp_path, bad):
     run_dir = new_run_dir(tmp_path, "r")
     rows = [r if r.implementation == "fast" else r.__class__(**{**r.__dict__, "value": bad}) for r in _good_rows()]

@@ -18,6 +18,7 @@ __all__ = [
     "BASE_UNITS",
     "COLUMNS",
     "MAX_ABS_VALUE",
+    "MIN_ABS_VALUE",
     "PER_RUN_PARAMS",
     "SCHEMA_VERSION",
     "BadRecord",
@@ -197,6 +198,9 @@ def as_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 # ratios and error bars made of them: no clock, counter or rate polyperf reads comes near 1e18 in a base unit
 # (30 billion years, an exabyte, 1e18 events).
 MAX_ABS_VALUE = 1e18
+# ... and none resolves a nonzero value below 1e-18 (an attosecond, a billionth of a billionth of a byte or a count);
+# such a value turns the ratios made of it into overflows (1e-300 against 0.01 is 1e298).
+MIN_ABS_VALUE = 1e-18
 # Units whose values cannot be negative (a time, a size, a count, a rate); a ratio may be.
 _NON_NEGATIVE_UNITS = frozenset(BASE_UNITS - {"ratio"})
 _TEXT_COLUMNS = ("suite", "metric")  # must be text, not empty
@@ -264,6 +268,8 @@ def value_problem(value: Any, unit: str) -> str:
         return f"value not finite: {number}"
     if abs(number) > MAX_ABS_VALUE:
         return f"value out of range: {number:g} (beyond ±{MAX_ABS_VALUE:g})"
+    if 0 < abs(number) < MIN_ABS_VALUE:
+        return f"value out of range: {number:g} (nonzero below {MIN_ABS_VALUE:g})"
     if number < 0 and unit in _NON_NEGATIVE_UNITS:
         return f"value negative: {number:g} {unit}"
     return ""
