@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"polyperf/go_apps/internal/store"
+	"polyperf/go_apps/internal/testslowdown"
 )
 
 // Defaults shared with the Rust apps (rust_apps/axum_devices).
@@ -43,6 +44,9 @@ type Config struct {
 	PoolSize    int
 	DBTimeout   time.Duration
 	Table       string
+	// SlowdownPct is the test-only slowdown of the net/http handler, from
+	// $POLYPERF_TEST_SLOWDOWN_PCT (package testslowdown); 0 in normal use.
+	SlowdownPct float64
 }
 
 // Addr is host:port, bracketing IPv6 literals.
@@ -91,6 +95,11 @@ func fromEnv(fs *flag.FlagSet, getenv func(string) string, cfg *Config, timeoutS
 	if getenv == nil {
 		return nil
 	}
+	pct, err := testslowdown.Parse(getenv(testslowdown.Env))
+	if err != nil {
+		return err
+	}
+	cfg.SlowdownPct = pct
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if !given["database-url"] {

@@ -46,6 +46,12 @@ func TestParse(t *testing.T) {
 			env:  map[string]string{"DATABASE_POOL_SIZE": "500", "DATABASE_TIMEOUT": "0.5"},
 			want: Config{AppName: "app", Host: "127.0.0.1", Port: 8080, PoolSize: 128, DBTimeout: 1500 * time.Millisecond, Table: "app_device"},
 		},
+		{
+			name: "test slowdown from env",
+			env:  map[string]string{"POLYPERF_TEST_SLOWDOWN_PCT": "10"},
+			want: Config{AppName: "app", Host: "127.0.0.1", Port: 8080, PoolSize: 32, DBTimeout: 2 * time.Second, Table: "app_device", SlowdownPct: 10},
+		},
+		{name: "test slowdown not a percentage", env: map[string]string{"POLYPERF_TEST_SLOWDOWN_PCT": "ten"}, wantErr: true},
 		{name: "env pool size not a number", env: map[string]string{"DATABASE_POOL_SIZE": "many"}, wantErr: true},
 		{name: "env pool size zero", env: map[string]string{"DATABASE_POOL_SIZE": "0"}, wantErr: true},
 		{name: "env timeout not a number", env: map[string]string{"DATABASE_TIMEOUT": "2s"}, wantErr: true},

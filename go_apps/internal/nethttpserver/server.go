@@ -17,6 +17,7 @@ import (
 
 	"polyperf/go_apps/internal/api"
 	"polyperf/go_apps/internal/config"
+	"polyperf/go_apps/internal/testslowdown"
 )
 
 const (
@@ -77,6 +78,19 @@ func (s *Server) Run(ctx context.Context, ready func(addr string)) error {
 // Handler routes with api.Route rather than http.ServeMux so that 404 and
 // 405 carry JSON bodies (the mux answers them in plain text).
 func (s *Server) Handler() http.Handler {
+	h := s.handler()
+	if s.cfg.SlowdownPct <= 0 {
+		return h
+	}
+	fraction := s.cfg.SlowdownPct / 100
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		testslowdown.Pad(time.Since(start), fraction) // before net/http flushes the response
+	})
+}
+
+func (s *Server) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ep, allow := api.Route(r.Method, r.URL.Path)
 		if ep != api.CreateDevice {

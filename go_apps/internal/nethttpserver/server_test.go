@@ -42,3 +42,19 @@ func TestHandlerChunked(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerWithTestSlowdown: the calibration knob only adds time; every
+// answer stays the same.
+func TestHandlerWithTestSlowdown(t *testing.T) {
+	app := api.New(&contracttest.SlowDB{}, contracttest.Quiet)
+	slowed := testCfg
+	slowed.SlowdownPct = 50
+	for _, target := range []string{"/", "/api/devices", "/nope"} {
+		plain, padded := httptest.NewRecorder(), httptest.NewRecorder()
+		New(testCfg, app, contracttest.Quiet).Handler().ServeHTTP(plain, httptest.NewRequest(http.MethodGet, target, nil))
+		New(slowed, app, contracttest.Quiet).Handler().ServeHTTP(padded, httptest.NewRequest(http.MethodGet, target, nil))
+		if plain.Code != padded.Code || plain.Body.String() != padded.Body.String() {
+			t.Errorf("%s: %d %q with the knob, %d %q without", target, padded.Code, padded.Body, plain.Code, plain.Body)
+		}
+	}
+}
