@@ -108,8 +108,8 @@ def _add_all(
         added += time.perf_counter() - started
         added_cpu += time.process_time() - cpu
         if (number + 1) % max(1, args.runs // 10) == 0:
-            size = (folder / "history.duckdb").stat().st_size if not args.store else 0
-            print(f"  {number + 1} runs: adding {added:.1f} s so far, file {size / 1e6:.0f} MB", flush=True)
+            size = "" if args.store else f", file {(folder / 'history.duckdb').stat().st_size / 1e6:.0f} MB"
+            print(f"  {number + 1} runs: adding {added:.1f} s so far{size}", flush=True)
     rows = args.runs * args.series
     print(f"add: {args.runs} runs x {args.series} series ({rows:,} points, {rows * args.repeats:,} repeat values)")
     print(
@@ -120,7 +120,7 @@ def _add_all(
 
 def _read_and_detect(store: object, args: argparse.Namespace, series: pd.DataFrame) -> None:
     one = int(series["series_id"].iloc[len(series) // 2])
-    for how in ("cold: the file opened for the query", "warm: the store held open (store.batch)"):
+    for how in ("cold: the store opened for the query", "warm: the store held open (store.batch)"):
         times = []
         with store.batch(write=False) if how.startswith("warm") else contextlib.nullcontext():
             for _ in range(20):
