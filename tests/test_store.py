@@ -266,3 +266,13 @@ def test_each_point_is_the_median_and_interval_that_summarize_gives() -> None:
             assert (got["low"], got["high"]) == pytest.approx((expected.low, expected.high))
         else:
             assert np.isnan(got["low"]) and np.isnan(got["high"])
+
+
+def test_a_file_that_is_no_store_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    bogus = tmp_path / "history.duckdb"
+    bogus.write_text("not a database\n")
+    run = make_run(tmp_path, "20260101-000000-aaaa", "c1")
+    assert main(["store", "add", "--store", str(bogus), str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot open the history store" in err[0]
+    assert bogus.read_text() == "not a database\n"

@@ -117,6 +117,9 @@ class DuckDBStore(SqlStore):
                 if write and version < SCHEMA_VERSION:
                     self._migrate(con, version)
                 yield con
+            except duckdb.Error as exc:  # a write rolled back (a full disk, say): one line, the store as it was
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise StoreError(f"{self.path}: the history store failed ({first}); nothing was changed") from None
             finally:
                 con.close()
 
