@@ -276,3 +276,20 @@ def test_a_file_that_is_no_store_is_refused_in_one_line(tmp_path: Path, capsys) 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot open the history store" in err[0]
     assert bogus.read_text() == "not a database\n"
+
+
+def test_a_writer_waits_a_bounded_time_for_the_store(tmp_path: Path, monkeypatch, capsys) -> None:
+    import fcntl
+
+    store_path = tmp_path / "history.duckdb"
+    open_store(store_path).add_run(read_run(make_run(tmp_path, "20260101-000000-aaaa", "c1")))
+    run = make_run(tmp_path, "20260102-000000-aaaa", "c2")
+    monkeypatch.setenv("POLYPERF_STORE_WAIT", "0.3")
+    with (tmp_path / "history.duckdb.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)  # a reader of the store, in another process as far as flock is concerned
+        assert main(["store", "add", "--store", str(store_path), str(run)]) == 2
+        fcntl.flock(held, fcntl.LOCK_UN)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another polyperf held the history store for 0.3 s" in err[0]
+    assert _counts(open_store(store_path))[0] == 1
+    assert main(["store", "add", "--store", str(store_path), str(run)]) == 0  # its turn comes once the lock is free

@@ -48,7 +48,7 @@ def _locked(lock_path: Path, exclusive: bool, wait: float) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise StoreError(
-                        f"{lock_path.with_suffix('')}: another polyperf held the history store for {wait:.0f} s; "
+                        f"{lock_path.with_suffix('')}: another polyperf held the history store for {wait:g} s; "
                         "nothing was changed (POLYPERF_STORE_WAIT sets the wait)"
                     ) from None
                 time.sleep(0.05)
