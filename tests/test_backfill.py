@@ -59,6 +59,7 @@ def test_each_commit_runs_in_a_worktree_that_is_removed(tmp_path: Path, monkeypa
 
     def fake_run(cmd: list[str], cwd: Path, env: dict) -> None:
         assert cmd[1:4] == ["-m", "polyperf", "run"] and "--profile" in cmd
+        assert env["POLYPERF_STORE"] == "off"  # the backfill adds the run to its own store
         seen.append(((Path(cwd) / "f.txt").read_text(), env["PYTHONPATH"]))
         (tmp_path / "out" / "runs" / "20260101-000000-beef").mkdir(parents=True)
 

@@ -71,7 +71,8 @@ def run_at(commit: str, suites: Sequence[str], profile: str, out: Path, *, repo:
     try:
         _extension_into(worktree)
         before = set((out / "runs").glob("*")) if (out / "runs").exists() else set()
-        env = {**os.environ, "PYTHONPATH": str(worktree / "python")}
+        # the backfill adds each run to the store it was given; the run must not add itself elsewhere first
+        env = {**os.environ, "PYTHONPATH": str(worktree / "python"), "POLYPERF_STORE": "off"}
         cmd = [sys.executable, "-m", "polyperf", "run", *suites, "--profile", profile, "--out", str(out)]
         _run_suites(cmd, worktree, env)
         made = sorted(set((out / "runs").glob("*")) - before)
