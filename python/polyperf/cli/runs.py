@@ -112,7 +112,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     threshold = args.fail_on_regression if args.fail_on_regression is not None else math.inf
     result = gate(table, threshold, gate_timings=args.gate_timings)
     if result.failed:
-        print(f"polyperf compare: {result.reason}", file=sys.stderr)
+        runs = f" (A = {run_a}, B = {run_b})" if result.exit_code == 2 else ""  # no data: say which folders
+        print(f"polyperf compare: {result.reason}{runs}", file=sys.stderr)
         return result.exit_code
     if args.fail_on_regression is not None:
         print(f"polyperf compare: {result.reason}")
