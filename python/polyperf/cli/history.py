@@ -109,7 +109,7 @@ def _cmd_backfill(args: argparse.Namespace) -> int:
             raise
         stored = set()
     plan = plan_backfill(args.rev_range, stored)
-    print(f"polyperf: {len(plan.to_run)} commits to run, {len(plan.stored)} already stored (skipped)")
+    print(f"polyperf: {_count(len(plan.to_run), 'commit')} to run, {len(plan.stored)} already stored (skipped)")
     if args.dry_run:
         for commit in plan.to_run:
             print(f"  would run {commit}")
