@@ -56,10 +56,17 @@ def fingerprint(env: dict[str, Any]) -> str:
 
 
 def cpu_budget(env: dict[str, Any]) -> str:
+    """The CPUs a run could use: how many its process was allowed (a container's or taskset's cpuset), and a CPU
+    quota where env.json records one. The servers' own budget under load is in every load row's params, so series
+    measured under different budgets never mix whatever this says."""
+    parts = []
+    if env.get("cpu_affinity"):
+        parts.append(f"cpus={len(env['cpu_affinity'])}")
     for key in ("server_cpu_quota", "cpu_quota"):
         if env.get(key) not in (None, ""):
-            return str(env[key])
-    return "none"
+            parts.append(f"quota={env[key]}")
+            break
+    return ",".join(parts) or "none"
 
 
 def series_id(key: tuple) -> int:
