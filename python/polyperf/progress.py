@@ -48,9 +48,10 @@ def _clock(seconds: float) -> str:
 class Progress:
     """`draw()` repaints the status line; `clear()` removes it before other output is written."""
 
-    def __init__(self, run_dir: Path, profile: str, stream: TextIO = sys.stdout) -> None:
+    def __init__(self, run_dir: Path, profile: str, stream: TextIO | None = None) -> None:
         self.path = run_dir / PROGRESS
-        self.stream = stream
+        # read sys.stdout when the run starts, not at import: pytest and notebooks replace it
+        self.stream = stream if stream is not None else sys.stdout
         self.enabled = stream.isatty() and not os.environ.get("CI")
         self.history = previous_durations(run_dir, profile) if self.enabled else {}
         self.started = time.monotonic()
