@@ -27,7 +27,7 @@ from otava.analysis import compute_change_points
 
 from polyperf.analyse.stats import ratio
 
-__all__ = ["MAX_PVALUE", "WINDOW", "Change", "better_of", "find_changes", "label", "series_changes"]
+__all__ = ["MAX_PVALUE", "WINDOW", "Change", "better_of", "find_changes", "label", "p_text", "series_changes"]
 
 MAX_PVALUE = 0.001
 WINDOW = 50
@@ -114,6 +114,11 @@ def better_of(metric: str, lookup: Callable[[str], Any] | None) -> str:
     info = lookup(metric) if lookup is not None else None
     better = getattr(info, "better", None)
     return better if better in ("higher", "lower", "none") else "unknown"
+
+
+def p_text(p_value: float) -> str:
+    """`p = 3e-05`; `p < 1e-300` where the t-test's p-value underflows to 0."""
+    return f"p = {p_value:.1g}" if p_value > 0 else "p < 1e-300"
 
 
 def label(change: float, better: str) -> str:

@@ -6,8 +6,10 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # imported on use: the command line starts without pandas
+    import pandas as pd
 
 STORE_HELP = (
     "the history store: a DuckDB file, or a postgresql:// URL for a team's store (default: $POLYPERF_STORE, else "
@@ -39,12 +41,14 @@ def _series_name(row: pd.Series) -> str:
 
 
 def _change_line(row: pd.Series) -> str:
+    from polyperf.analyse.changepoints import p_text  # imported on use: `polyperf --help` loads no Otava
+
     interval = (
         f" [{_pct(row['change_low'])}, {_pct(row['change_high'])}]"
         if not row["exact"] and math.isfinite(row["change_low"])
         else ""
     )
-    significance = "exact count" if row["exact"] else f"p = {row['p_value']:.1g}"
+    significance = "exact count" if row["exact"] else p_text(row["p_value"])
     return (
         f"{row['label']:<11} {_series_name(row)}: {_pct(row['change'])}{interval} ({significance}), between "
         f"{str(row['commit_before'])[:12]} and {str(row['commit_after'])[:12]}"
@@ -62,6 +66,8 @@ def _cmd_store_add(args: argparse.Namespace) -> int:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from polyperf.report.history import build_history, gate
     from polyperf.store import open_store
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup, escape
 
+from polyperf.analyse.changepoints import p_text
 from polyperf.common.atomic import write_text_atomic
 from polyperf.common.units import format_value
 from polyperf.report.history import History
@@ -99,7 +100,7 @@ def _change_text(change: pd.Series, unit: str) -> str:
         f" [{change['change_low']:+.1%}, {change['change_high']:+.1%}]" if math.isfinite(change["change_low"]) else ""
     )
     size = f"{change['change']:+.1%}" if math.isfinite(change["change"]) else "changed"
-    how = "exact count" if change["exact"] else f"p = {change['p_value']:.1g}"
+    how = "exact count" if change["exact"] else p_text(change["p_value"])
     moved = f"{format_value(change['before'], unit)} → {format_value(change['after'], unit)}"
     return (
         f"{change['label']}: {size}{interval}, {moved} ({how}), between {str(change['commit_before'])[:10]} and "
