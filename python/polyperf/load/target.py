@@ -40,6 +40,7 @@ _SHAPE = re.compile(
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", re.ASCII)
 _NUMERIC_LABEL = re.compile(r"(?:0[xX][0-9A-Fa-f]*|[0-9]+)", re.ASCII)  # WHATWG's "ends in a number" test
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 class TargetRefused(ValueError):
@@ -163,6 +164,8 @@ def _split(url: str) -> tuple[str, str, int, str]:
     if not 1 <= port <= 65535:
         raise ValueError(f"port {port} is outside 1-65535")
     path = (match["path"] or "/") + (f"?{match['query']}" if match["query"] is not None else "")
+    # RFC 3986 case normalisation: urllib3 (and so the WHATWG-style readers) write escapes as %0A, never %0a
+    path = _ESCAPE.sub(lambda escape: escape[0].upper(), path)
     # a second parser must read the same parts; in this subset it always does, and if it ever does not, refuse
     other = urlsplit(url)
     other_host = other.hostname or ""
