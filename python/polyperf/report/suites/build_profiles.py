@@ -164,10 +164,10 @@ def _ratio_vs_n(table: pd.DataFrame) -> Figure | None:
     return Figure(
         "build_ratio_vs_n",
         "Release over dev as a function of the matrix size",
-        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat, each server under a CPU "
-        "budget calibrated for each N on that N's request where the client has no more cores than the server "
-        "(one oha core outpaces one actix core at small N: without it release is client-bound there); capacity "
-        "from the server's "
+        f"{verdict} Served: oha ceilings, one server at a time, pairs of the same repeat; where the client has no "
+        "more cores than the server, the sizes below the ladder's are served under a CPU budget calibrated for "
+        "each N on that N's request (one oha core outpaces one actix core at small N: without it release is "
+        "client-bound there; the rows' `cpu_quota`); capacity from the server's "
         "CPU per request (its cgroup's count) in every run; req/s only from runs the client did not limit, and "
         "below the capacity ratio wherever the faster server was not kept fully busy (by a one-core client, or "
         "by neighbours on a shared machine). Multiply alone: `actix_matrix bench` in the same binaries (no "
