@@ -52,7 +52,7 @@ class Progress:
         self.path = run_dir / PROGRESS
         # read sys.stdout when the run starts, not at import: pytest and notebooks replace it
         self.stream = stream if stream is not None else sys.stdout
-        self.enabled = stream.isatty() and not os.environ.get("CI")
+        self.enabled = bool(self.stream and self.stream.isatty()) and not os.environ.get("CI")
         self.history = previous_durations(run_dir, profile) if self.enabled else {}
         self.started = time.monotonic()
         self._shown = False
