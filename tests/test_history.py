@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import test_report_browser
 
 import polyperf
 from polyperf.cli import main
@@ -109,17 +110,7 @@ def test_the_page_marks_changes_and_links_points_to_reports(history_out: Path) -
     assert 'href="history.html"' in write_index(history_out).read_text()  # the run list links to it
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from test_report_browser import CHROMIUM, CHROMIUM_ARGS, INSTALL
-
-    playwright = pytest.importorskip("playwright.sync_api", reason=f"Playwright for Python is missing: {INSTALL}")
-    if CHROMIUM is None:
-        pytest.skip(f"no chromium on PATH: {INSTALL}")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+browser = test_report_browser.browser  # the report's headless Chromium fixture: one recipe for both pages
 
 
 @pytest.mark.slow
