@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from polyperf.analyse.compare import compare
@@ -134,3 +135,39 @@ def test_a_family_too_large_for_its_samples_says_so():
     """n = 6 a side: the smallest p-value is 2 / C(12, 6) = 0.0022; in a family of 41 no series can reach 5%."""
     table = compare(*(as_frame(rows) for rows in _family(3, 41, 1, n=6)))
     assert set(table["label"]) == {"too few samples"}
+
+
+def _load_rows(run: str, *, rate: float, quota: float, window_syscalls: list[float], by_name: bool) -> pd.DataFrame:
+    """A load suite's rows as two runs of one commit write them: a calibrated rate and CPU budget, a count per request
+    read over a timed window, and syscalls seen by name (a rare one only in some runs)."""
+
+    def row(case: str, metric: str, value: float, repeat: int, params: dict) -> dict:
+        names = dict(run_id=run, suite="http", case=case, implementation="axum", variant="", driver="oha")
+        return dict(names, metric=metric, value=value, unit="count", repeat=repeat, client_bound=False, params=params)
+
+    window = {"rate": rate, "cpu_quota": quota, "cpu_quota_auto": quota, "duration_s": 1.0, "connections": 64}
+    counted = {"requests": 2000, "connections": 1}
+    rows = [row("fixed_rate", "syscalls_per_request", v, r, window) for r, v in enumerate(window_syscalls)]
+    rows += [row("counts", "allocations_per_request", 21.9, r, counted) for r in range(2)]
+    if by_name:
+        rows.append(row("counts", "syscalls_per_request_by_name", 0.01, 0, {**counted, "syscall": "mmap"}))
+    return as_frame(rows)
+
+
+def test_two_runs_of_one_commit_pass_the_count_gate():
+    """Calibrated settings do not name a series, a window's count per request is sampled, and a series the gate
+    would never judge (a syscall seen by name in one run) does not fail it closed."""
+    from polyperf.analyse.gate import gate
+
+    a = _load_rows("A", rate=3100.0, quota=0.281, window_syscalls=[6.0, 6.1, 5.9, 6.05, 6.0, 6.2], by_name=True)
+    b = _load_rows("B", rate=400.0, quota=0.375, window_syscalls=[7.6, 7.7, 7.5, 7.8, 7.6, 7.7], by_name=False)
+    table = compare(a, b)
+    window = table[table["metric"] == "syscalls_per_request"]
+    assert len(window) == 1 and window["timed"].item() and not window["gated"].item()
+    assert table.loc[table["metric"] == "allocations_per_request", "label"].item() == "equal"
+    result = gate(table, 0.0)
+    assert not result.failed, result.reason
+    # the same count per request over a fixed number of requests is exact: one allocation more fails the gate
+    b2 = b.copy()
+    b2.loc[b2["metric"] == "allocations_per_request", "value"] = 22.9
+    assert gate(compare(a, b2), 0.0).failed

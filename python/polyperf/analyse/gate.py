@@ -87,7 +87,10 @@ def gate(table: pd.DataFrame, threshold_pct: float, *, gate_timings: bool = Fals
         return GateResult(True, "B holds no series to compare: the gate fails closed", 2)
     if not (table["n_a"] > 0).any():
         return GateResult(True, "A holds no series to compare against: the gate fails closed", 2)
-    missing = table[table["label"] == "only in A"]
+    # A series only in A has no label of its own: it counts when the gate would judge its metric (a diagnostic, or a
+    # syscall seen by name in one run only, is reported, never gated)
+    only_a = table["label"] == "only in A"
+    missing = table[only_a & table["gateable"].astype(bool)]
     if not missing.empty:
         first = missing.iloc[0]
         example = f"{first['suite']}/{first['case']} {first['metric']}"

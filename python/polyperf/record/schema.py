@@ -90,6 +90,11 @@ PER_RUN_PARAMS = (
     "round",
     "sample",
     "server_process",
+    # calibrated settings: the same rule (the auto CPU budget, a fixed rate set as a share of the measured ceiling)
+    # gives another number in every run, so the number cannot name the series
+    "rate",
+    "cpu_quota",
+    "cpu_quota_auto",
 )
 
 
