@@ -41,8 +41,8 @@ import pytest
 
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import account_tree, pin_tree, postmaster_pid
-from polyperf.measure.per_second import per_second, read_oha_requests, spike_ratio
 from polyperf.measure.device_table import parse_request_lines, table_name
+from polyperf.measure.per_second import per_second, read_oha_requests, spike_ratio
 from polyperf.orchestrate.count_runs import CountPlan
 from polyperf.orchestrate.db_runs import Database, PostRuns
 from polyperf.orchestrate.load_suite import LoadEnv

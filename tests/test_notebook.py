@@ -96,7 +96,7 @@ def test_notebook_finds_the_latest_run_walking_up(runs, monkeypatch):
 def test_notebook_shows_the_history_when_a_store_holds_the_runs(runs, tmp_path, monkeypatch):
     from polyperf.store import add_runs, open_store
 
-    out, before, after = runs
+    _out, before, after = runs
     store = tmp_path / "history.duckdb"
     add_runs(open_store(store), [before, after])
     monkeypatch.setenv("POLYPERF_RUN", str(after))
