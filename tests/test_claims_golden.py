@@ -18,9 +18,7 @@ GOLDEN = Path(__file__).with_name("testdata") / "claims_golden.jsonl.gz"  # test
 ENTRIES = load_claims()
 # Entries whose rows no quick run records yet, each with the reason; remove an id once the golden table is remade
 # (tests/make_claims_golden.py) from a run that records its rows.
-AWAITING_ROWS = {
-    "http.gnet_peak_ahead_of_axum": "the ramp of clients (case 'ramp', metric peak_requests_per_s) is being built",
-}
+AWAITING_ROWS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
