@@ -82,11 +82,10 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.SlowdownPct <= 0 {
 		return h
 	}
-	fraction := s.cfg.SlowdownPct / 100
+	pacer := testslowdown.NewPacer(s.cfg.SlowdownPct / 100)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
 		h.ServeHTTP(w, r)
-		testslowdown.Pad(time.Since(start), fraction) // before net/http flushes the response
+		pacer.After() // before net/http flushes the response
 	})
 }
 

@@ -30,11 +30,36 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestPadAddsAtLeastItsShare(t *testing.T) {
-	if got := Pad(10*time.Millisecond, 0); got != 0 {
-		t.Fatalf("no fraction, no padding: got %v", got)
+func TestSpinTakesAtLeastItsTime(t *testing.T) {
+	if got := Spin(0); got != 0 {
+		t.Fatalf("Spin(0) = %v", got)
 	}
-	if got := Pad(10*time.Millisecond, 0.5); got < 5*time.Millisecond {
-		t.Fatalf("Pad(10ms, 0.5) = %v, want >= 5ms", got)
+	if got := Spin(2 * time.Millisecond); got < 2*time.Millisecond {
+		t.Fatalf("Spin(2ms) = %v", got)
+	}
+}
+
+// TestPacerPadsAShareOfTheUnpaddedCostPerRequest: with a fake clock of 100 µs
+// of CPU per request plus whatever was spun, a 10% pacer spins 10 µs per
+// request once it has read the clock, and its own spinning does not feed back.
+func TestPacerPadsAShareOfTheUnpaddedCostPerRequest(t *testing.T) {
+	p := NewPacer(0.10)
+	var requests int64
+	p.cpu = func() time.Duration {
+		return time.Duration(requests)*100*time.Microsecond + time.Duration(p.paddedNs.Load())
+	}
+	var last time.Duration
+	for i := 0; i < 3*refreshEvery; i++ {
+		requests++
+		last = p.After()
+	}
+	if last < 10*time.Microsecond || last > 5*time.Millisecond {
+		t.Fatalf("spun %v after %d requests, want about 10µs", last, requests)
+	}
+	if got := p.perRequest.Load(); got != int64(100*time.Microsecond) {
+		t.Fatalf("unpadded CPU per request %v, want 100µs", time.Duration(got))
+	}
+	if NewPacer(0).After() != 0 {
+		t.Fatal("no fraction, no padding")
 	}
 }
