@@ -32,15 +32,10 @@ from polyperf.load import ensure_wrk
 from polyperf.measure.counts import syscall_tracer
 from polyperf.orchestrate.count_runs import CountPlan
 from polyperf.record.env import add_note
-from polyperf.serve.fleet import Fleet, Target
+from polyperf.serve.fleet import Fleet
+from polyperf.serve.suite_targets import HTTP_FRAMEWORKS
 
-TARGETS = [
-    Target("gnet_devices", "/api/devices"),
-    Target("axum_devices", "/api/devices"),
-    Target("nethttp_devices", "/api/devices"),
-    Target("hyper_hello", "/", "multi", ("--runtime", "multi"), {"runtime": "multi"}),
-    Target("hyper_hello", "/", "current", ("--runtime", "current"), {"runtime": "current"}),
-]
+TARGETS = list(HTTP_FRAMEWORKS)
 
 
 @pytest.fixture(scope="module")

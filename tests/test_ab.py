@@ -4,6 +4,8 @@ worktree keys; and one real session with the installed extension on both sides a
 from __future__ import annotations
 
 import math
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from polyperf.build.revisions import Revision, RevisionError
 from polyperf.cli import main
 
 INSTALLED = Path(polyperf.__file__).resolve().parents[1]  # python/, holding polyperf/_native<suffix>
+NATIVE = "polyperf._native"  # the microbenchmarks' rows name the extension as their implementation
 
 
 def _rows(ratios: dict[str, list[float]], drop: tuple[str, int] | None = None) -> pd.DataFrame:
@@ -28,9 +31,9 @@ def _rows(ratios: dict[str, list[float]], drop: tuple[str, int] | None = None) -
             for side, value in (("A", 1e-3), ("B", 1e-3 * r)):
                 if drop != (side, repeat):
                     rows.append(dict(suite="s", case=case, metric="cpu_seconds", unit="s", variant=side,
-                                     repeat=repeat, value=value))  # fmt: skip
+                                     implementation=NATIVE, repeat=repeat, value=value))  # fmt: skip
                 rows.append(dict(suite="s", case=case, metric="seconds", unit="s", variant=side,
-                                 repeat=repeat, value=value * 50))  # fmt: skip
+                                 implementation=NATIVE, repeat=repeat, value=value * 50))  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -97,8 +100,8 @@ def test_settings_that_would_switch_the_gate_off_are_refused(argv, message, caps
     assert message in capsys.readouterr().err
 
 
-def _installed(name: str, cache: Path, repo: Path = revisions.REPO_ROOT) -> Revision:
-    return Revision(name, revisions.resolve(name), repo, INSTALLED)
+def _installed(name: str, **_builds) -> Revision:
+    return Revision(name, revisions.resolve(name), INSTALLED)
 
 
 @pytest.mark.slow
@@ -170,8 +173,58 @@ def test_an_interrupted_session_keeps_and_judges_its_whole_pairs(tmp_path, monke
 
 def test_a_revision_whose_worker_fails_stops_the_session_in_one_line(tmp_path, monkeypatch, capsys):
     """A revision that cannot be measured (here: no extension where one should be) is bad input, never a pass."""
-    monkeypatch.setattr(ab_mod, "prepare", lambda name, cache: Revision(name, "0" * 40, tmp_path, tmp_path / "none"))
+    monkeypatch.setattr(ab_mod, "prepare", lambda name, **_builds: Revision(name, "0" * 40, tmp_path / "none"))
     assert main(["ab", "HEAD", "HEAD", "--out", str(tmp_path / "out"), "--budget", "5"]) == 2
     err = capsys.readouterr().err
     assert "the worker of HEAD (000000000000) failed" in err and "no built extension" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_server_suites_name_the_apps_whose_binaries_each_revision_needs():
+    from polyperf.orchestrate.ab_servers import apps_of
+
+    assert apps_of(["io_buffering", "http_frameworks"]) == ["gnet_devices", "axum_devices", "nethttp_devices",
+                                                            "hyper_hello"]  # fmt: skip
+    assert apps_of(["bson"]) == []
+    assert ABOptions("a", "b", suites=("http_frameworks",)).budget == ab_mod.DEFAULT_BUDGET_S["servers"]
+    assert ABOptions("a", "b", suites=("bson",), budget_s=30).budget == 30
+
+
+@pytest.mark.slow
+def test_a_revision_is_built_in_a_worktree_that_does_not_outlive_the_build(tmp_path):
+    rev = revisions.prepare("HEAD", extension=False, apps=["nethttp_devices"], cache=tmp_path)
+    binary = rev.binaries["nethttp_devices"]
+    assert binary.is_file() and os.access(binary, os.X_OK) and rev.extension is None
+    assert not list((tmp_path / "worktrees").iterdir())  # the checkout is gone, the build is kept
+    worktrees = subprocess.run(["git", "-C", str(revisions.REPO_ROOT), "worktree", "list"], capture_output=True,
+                               text=True, check=True).stdout  # fmt: skip
+    assert str(tmp_path) not in worktrees
+    stamp = binary.stat().st_mtime_ns
+    assert revisions.prepare("HEAD", extension=False, apps=["nethttp_devices"], cache=tmp_path).binaries == rev.binaries
+    assert binary.stat().st_mtime_ns == stamp  # same sources, same build: not rebuilt
+
+
+@pytest.mark.slow
+def test_a_server_session_catches_a_slowdown_injected_into_b_only(tmp_path, monkeypatch):
+    """Both sides start the registry's release builds of net/http and hyper; B's servers get the test knob (twice
+    the CPU per request in net/http's handler). Real servers, oha, pinning and cgroups."""
+    from polyperf.build import build
+    from polyperf.orchestrate import ab_servers
+    from polyperf.serve.suite_targets import HTTP_FRAMEWORKS
+
+    chosen = tuple(t for t in HTTP_FRAMEWORKS if t.name == "nethttp_devices" or t.variant == "multi")
+    binaries = {t.name: build(t.app).binary for t in chosen}
+    monkeypatch.setitem(ab_servers.SERVER_SUITES, "http_frameworks", chosen)
+    monkeypatch.setattr(ab_mod, "prepare", lambda name, **_b: Revision(name, revisions.resolve(name), None, binaries))
+    options = ABOptions("HEAD", "HEAD", suites=("http_frameworks",), max_pairs=30, budget_s=150, seed=3,
+                        env_b={"POLYPERF_TEST_SLOWDOWN_PCT": "100"}, out=tmp_path)  # fmt: skip
+    outcome = run_ab(options)
+    verdicts = dict(zip(outcome.table["implementation"], outcome.table["verdict"], strict=True))
+    assert outcome.verdict == "slower" and verdicts["nethttp_devices"] == "slower", outcome.markdown
+    assert verdicts["hyper_hello/multi"] != "slower"  # the knob is in net/http alone
+    rows = polyperf.load_run(outcome.run_dir)
+    gated = rows[rows["metric"] == "cpu_s_per_request"]
+    assert set(gated["variant"]) == {"A", "B"} and gated["repeat"].nunique() == outcome.pairs
+    assert len(gated) == 2 * 2 * outcome.pairs  # two servers a side, every pair whole
+    assert all(sorted({p["slot"] for p in g}) == [0, 1] for _r, g in gated.groupby("repeat")["params"])
+    assert "Servers: the server's CPU per request" in outcome.markdown and "pinned apart" in outcome.markdown

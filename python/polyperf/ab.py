@@ -1,16 +1,20 @@
 """`polyperf ab BASE HEAD`: two revisions measured in one session, repeat by repeat, until the A/B gate decides.
 It sits beside `runner` (a session that measures, records and judges), above the stages it uses.
 
-Each revision is checked out and its extension built once (`build.revisions`, cached). Every repeat then runs a
-fresh worker process (`ab_worker`) for A and one for B, back to back, in an order drawn from a seeded generator in
-balanced blocks (AB BA or BA AB): drift of a shared machine hits both alike, and a pair is one repeat. After each
-pair the confidence sequences (`analyse.sequential`) are updated; the session stops when every gated series is
-decided, when a regression is, or when the budget runs out ("undecided within budget"). The harness, the
-workloads and the analysis are the current checkout's; only the code under test comes from each revision.
+Each revision's code under test is built once (`build.revisions`, cached by its sources): the extension for the
+microbenchmark suites, the server binaries for the server suites. Every repeat then measures A and B back to back,
+in an order drawn from a seeded generator in balanced blocks (AB BA or BA AB): drift of a shared machine hits both
+alike, and a pair is one repeat. A side is a fresh worker process (`ab_worker`) loading that revision's extension,
+and/or a fresh process of each of that revision's servers (`ab_servers`). After each pair the confidence sequences
+(`analyse.sequential`) are updated; the session stops when every gated series is decided, when a regression is, or
+when the budget runs out ("undecided within budget"). The harness, the workloads and the analysis are the current
+checkout's; only the code under test comes from each revision.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -28,6 +32,7 @@ import pandas as pd
 from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
 from polyperf.build.revisions import AB_CACHE, Revision, RevisionError, prepare
 from polyperf.common import procs
+from polyperf.orchestrate.ab_servers import SERVER_SUITES, ServerSides, apps_of
 from polyperf.orchestrate.ab_worker import CASES
 from polyperf.record.env import write_env
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
@@ -35,8 +40,12 @@ from polyperf.record.schema import Row
 
 __all__ = ["AB_SUITES", "ABOptions", "ABOutcome", "run_ab"]
 
-AB_SUITES = tuple(CASES)
+MICRO_SUITES = tuple(CASES)
+AB_SUITES = (*MICRO_SUITES, *SERVER_SUITES)
 WORKER_TIMEOUT_S = 120.0  # one side of one repeat; a hung worker stops the session instead of stalling it
+# seconds of pairs by default: a microbenchmark suite decides a 10% change in about a minute, a server suite
+# (a fresh process of each server per side and repeat) in a few
+DEFAULT_BUDGET_S = {"micro": 170.0, "servers": 540.0}
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ class ABOptions:
     alpha: float = 0.05
     min_pairs: int = 10
     max_pairs: int = 200
-    budget_s: float = 170.0
+    budget_s: float | None = None  # None: DEFAULT_BUDGET_S for the suites asked for
     seed: int | None = None
     target_s: float = 0.1  # seconds of timed calls per case and process
     env_b: Mapping[str, str] = field(default_factory=dict)  # test-only: extra environment for B's processes
@@ -61,11 +70,25 @@ class ABOptions:
             raise ValueError(f"--alpha must lie in (0, 1), got {self.alpha}")
         if not (self.threshold >= 0 and self.threshold < float("inf")):
             raise ValueError(f"the threshold must be finite and >= 0, got {self.threshold}")
-        if not (self.budget_s > 0 and self.max_pairs >= 1):
+        if not (self.budget > 0 and self.max_pairs >= 1):
             raise ValueError("the budget and the pair limit must be positive")
         unknown = [s for s in self.suites if s not in AB_SUITES]
         if unknown or not self.suites:
             raise ValueError(f"ab measures the suites {', '.join(AB_SUITES)}; got {', '.join(unknown) or 'none'}")
+
+    @property
+    def micro(self) -> list[str]:
+        return [s for s in self.suites if s in MICRO_SUITES]
+
+    @property
+    def servers(self) -> list[str]:
+        return [s for s in self.suites if s in SERVER_SUITES]
+
+    @property
+    def budget(self) -> float:
+        if self.budget_s is not None:
+            return self.budget_s
+        return DEFAULT_BUDGET_S["servers" if self.servers else "micro"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +131,7 @@ def _orders(seed: int) -> Any:
         yield from block
 
 
-def _rows(result: dict[str, Any], side: str, repeat: int, slot: int) -> list[Row]:
+def _micro_rows(result: dict[str, Any], side: str, repeat: int, slot: int) -> list[Row]:
     return [
         Row(suite, case, "polyperf._native", side, metric, float(values[metric]), "s", repeat, {"slot": slot})
         for suite, cases in result.items()
@@ -142,49 +165,74 @@ def run_ab(options: ABOptions) -> ABOutcome:
     """Builds both revisions (cached), measures them pair by pair into a new run folder, and judges."""
     options.check()
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
-    revs = {"A": prepare(options.base, cache=options.cache), "B": prepare(options.head, cache=options.cache)}
+    apps = apps_of(options.servers)
+    revs = {
+        side: prepare(name, extension=bool(options.micro), apps=apps, cache=options.cache)
+        for side, name in (("A", options.base), ("B", options.head))
+    }
     run_dir = new_run_dir(Path(options.out).resolve())
     inputs, log = run_dir / "inputs", run_dir / "logs" / "workers.log"
-    sides = {side: {"name": r.name, "commit": r.commit, "extension": str(r.extension)} for side, r in revs.items()}
+    sides = {
+        side: {"name": r.name, "commit": r.commit, "extension": str(r.extension or ""), **{
+            f"binary_{app}": str(path) for app, path in r.binaries.items()}}
+        for side, r in revs.items()
+    }  # fmt: skip
     write_env(run_dir, profile="ab", suites=list(options.suites), ab={"sides": sides, "seed": seed})
     point_latest(run_dir)
-    spec: dict[str, Any] = {"suites": list(options.suites), "inputs": str(inputs), "target_s": options.target_s}
-    _worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
-    chosen = _worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
-    spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
+    spec: dict[str, Any] = {"suites": options.micro, "inputs": str(inputs), "target_s": options.target_s}
+    if options.micro:
+        _worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
+        chosen = _worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
+        spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
     writer, frames, orders = RowWriter(run_dir), [], _orders(seed)
-    started, stop, pairs = time.monotonic(), "budget", 0
+    stop, pairs, conditions = "budget", 0, {}
     table = pd.DataFrame()
-    try:
-        for repeat in range(options.max_pairs):
-            pair = []
-            for slot, side in enumerate(next(orders)):
-                env = options.env_b if side == "B" else {}
-                pair += _rows(_worker(revs[side], spec, env, log), side, repeat, slot)
-            writer.write(pair)  # whole pairs only: a pair cut short is no pair
-            frames.append(pd.DataFrame([r.__dict__ for r in pair]))
-            pairs = repeat + 1
-            table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
-            verdict = overall(table)
-            if pairs >= options.min_pairs and verdict != "undecided":
-                stop = "regression decided" if verdict == "slower" else "every series decided"
-                break
-            if time.monotonic() - started > options.budget_s:
-                break
-        else:
-            stop = "pair limit"
-    except KeyboardInterrupt:
-        stop = "interrupted"  # the pairs measured so far are judged and kept
+    with contextlib.ExitStack() as stack:
+        servers = None
+        if options.servers:
+            servers = ServerSides(options.servers, revs, log_dir=run_dir / "logs", seed=seed, env_b=options.env_b)
+            stack.enter_context(servers)
+            conditions = servers.conditions
+            write_env(run_dir, ab={"sides": sides, "seed": seed, "servers": conditions})
+        started = time.monotonic()
+        try:
+            for repeat in range(options.max_pairs):
+                pair = []
+                for slot, side in enumerate(next(orders)):
+                    env = options.env_b if side == "B" else {}
+                    if options.micro:
+                        pair += _micro_rows(_worker(revs[side], spec, env, log), side, repeat, slot)
+                    if servers is not None:
+                        pair += [
+                            dataclasses.replace(row, params={**row.params, "slot": slot})
+                            for row in servers.measure(side, repeat)
+                        ]
+                writer.write(pair)  # whole pairs only: a pair cut short is no pair
+                frames.append(pd.DataFrame([r.__dict__ for r in pair]))
+                pairs = repeat + 1
+                table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
+                verdict = overall(table)
+                if pairs >= options.min_pairs and verdict != "undecided":
+                    stop = "regression decided" if verdict == "slower" else "every series decided"
+                    break
+                if time.monotonic() - started > options.budget:
+                    break
+            else:
+                stop = "pair limit"
+        except KeyboardInterrupt:
+            stop = "interrupted"  # the pairs measured so far are judged and kept
     if frames:
         table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
     elapsed = time.monotonic() - started
     verdict = overall(table) if len(table) else "undecided"
     header = _header(options, revs, seed, pairs, elapsed, stop)
     header["summary"] = _summary(verdict, table, options.threshold)
+    header["servers"] = conditions
     markdown = to_markdown(table, header)
     (run_dir / "ab.md").write_text(markdown, encoding="utf-8")
     table.to_json(run_dir / "ab.json", orient="records", indent=1)
-    write_env(run_dir, ab={"sides": sides, "seed": seed, "pairs": pairs, "elapsed_s": elapsed, "verdict": verdict})
+    done = {"pairs": pairs, "elapsed_s": elapsed, "verdict": verdict, "stopped": stop}
+    write_env(run_dir, ab={"sides": sides, "seed": seed, **({"servers": conditions} if conditions else {}), **done})
     finalize_run(run_dir)
     shutil.rmtree(inputs, ignore_errors=True)  # made again by every session; the rows are what is kept
     return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted")

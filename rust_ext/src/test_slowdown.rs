@@ -1,6 +1,6 @@
 //! A test-only knob for calibrating polyperf's A/B gate: `POLYPERF_TEST_SLOWDOWN_PCT=P`, read once when
-//! the module loads, makes `parse_json_file` spin for P% of its own parse time after it, so a known
-//! slowdown can be injected into one revision's worker. Unset (the normal case) it costs one load of a
+//! the module loads, makes `parse_json_file` spin for P% of its own time (the whole call: open, read, parse,
+//! free) after it, so a known slowdown can be injected into one revision's worker. Unset (the normal case) it costs one load of a
 //! static per call and changes nothing.
 
 use std::sync::OnceLock;

@@ -11,13 +11,15 @@ import pandas as pd
 
 from polyperf.analyse.sequential import METHOD, SLOWER, UNDECIDED, SequenceState
 
-__all__ = ["GATED_METRIC", "evaluate_pairs", "overall", "to_markdown"]
+__all__ = ["GATED_METRICS", "evaluate_pairs", "overall", "to_markdown"]
 
-# The least CPU time of the calling thread per call, one value per process (see orchestrate/ab_worker.py): on a
-# shared machine wall time also counts other processes' slices (the bson suite measured a wall-time ratio interval
-# of 0.8-3.4x where CPU time gave ±5%); wall time is kept in the table, not gated.
-GATED_METRIC = "cpu_seconds"
-SERIES = ["suite", "case", "metric"]
+# What is gated, all CPU time (lower is better). Microbenchmarks: the least CPU time of the calling thread per call,
+# one value per process (see orchestrate/ab_worker.py): on a shared machine wall time also counts other processes'
+# slices (the bson suite measured a wall-time ratio interval of 0.8-3.4x where CPU time gave ±5%). Servers: the
+# server's CPU per request over a window (orchestrate/ab_servers.py). Wall times and rates are kept, not gated.
+GATED_METRICS = ("cpu_seconds", "cpu_s_per_request")
+SERIES = ["suite", "case", "implementation", "metric"]
+MICRO_IMPLEMENTATION = "polyperf._native"  # the microbenchmarks' rows: the case names the series
 
 
 def _pairs(series: pd.DataFrame) -> pd.DataFrame:
@@ -31,10 +33,10 @@ def _pairs(series: pd.DataFrame) -> pd.DataFrame:
 
 
 def evaluate_pairs(rows: pd.DataFrame, *, alpha: float, threshold: float, n_opt: int = 30) -> pd.DataFrame:
-    """One row per gated series (`GATED_METRIC` rows of `rows`, variants "A" and "B"): pairs, medians, the ratio
+    """One row per gated series (`GATED_METRICS` rows of `rows`, variants "A" and "B"): pairs, medians, the ratio
     B/A = exp(median paired log-ratio) with its confidence sequence at alpha / k (k gated series), and the verdict
     ("slower", "faster", "no change", "undecided")."""
-    gated = rows[rows["metric"] == GATED_METRIC]
+    gated = rows[rows["metric"].isin(GATED_METRICS)]
     groups = list(gated.groupby(SERIES, sort=True))
     level = alpha / max(len(groups), 1)
     out: list[dict[str, Any]] = []
@@ -80,6 +82,28 @@ def _time(value: float) -> str:
     return f"{value * 1e9:.3g} ns"
 
 
+def _what_was_measured(table: pd.DataFrame, servers: dict[str, Any]) -> list[str]:
+    metrics = set(table["metric"]) if len(table) else set()
+    out = []
+    if "cpu_seconds" in metrics:
+        out.append("Microbenchmarks: the least CPU time of a call in a fresh worker process, one value per process.")
+    if "cpu_s_per_request" in metrics:
+        quota = servers.get("cpu_quota")
+        budget = (
+            f"under a budget of {quota:g} CPU each"
+            if quota
+            else f"without a CPU budget ({servers.get('cpu_quota_missing')})"
+        )
+        out.append(
+            f"Servers: the server's CPU per request ({servers.get('cpu_source', '?')} counter) over "
+            f"{servers.get('window_s', math.nan):g} s of oha at {servers.get('connections', '?')} connections, a fresh "
+            f"server process per side and repeat after an unrecorded warm-up; server on CPU "
+            f"{','.join(map(str, servers.get('server_cpus', [])))}, load generator pinned apart on CPU "
+            f"{','.join(map(str, servers.get('client_cpus', [])))}, {budget}."
+        )
+    return out
+
+
 def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
     """The PR comment: what was compared and how, then one line per gated series, slower first."""
     rank = {"slower": 0, "undecided": 1, "faster": 2, "no change": 3}
@@ -95,14 +119,15 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
     for r in shown.itertuples():
         interval = "" if math.isnan(r.low) else f"[{_pct(r.low)}, {_pct(r.high)}]"
         verdict = f"**{r.verdict}**" if r.verdict == SLOWER else r.verdict
+        name = r.case if r.implementation == MICRO_IMPLEMENTATION else f"{r.implementation} ({r.case})"
         lines.append(
-            f"| {r.suite} / {r.case} | {_time(r.median_a)} | {_time(r.median_b)} | {_pct(r.ratio)} | {interval} "
+            f"| {r.suite} / {name} | {_time(r.median_a)} | {_time(r.median_b)} | {_pct(r.ratio)} | {interval} "
             f"| {r.pairs} | {verdict} |"
         )
     attrs = table.attrs
+    lines += ["", *_what_was_measured(table, header.get("servers") or {})]
     lines += [
-        "",
-        "Each series is the least CPU time of a call in a fresh process, one value per process; A and B ran back to "
+        "A and B ran back to "
         f"back in every repeat, in a seeded random order (seed {header['seed']}), and pairs are joined by repeat. "
         f"Interval: {attrs.get('method', METHOD)}, valid however often it is looked at, each at "
         f"{attrs.get('level_each', math.nan):.4g} so that the {len(table)} series together hold "

@@ -8,17 +8,24 @@ import sys
 from pathlib import Path
 
 DESCRIPTION = """\
-Builds the code under test at two git revisions (worktrees under .tools/ab, the extension built with cargo and
-cached by its sources), then measures both in one session: every repeat runs A (BASE) and B (HEAD) back to back,
-each in a fresh process, in a seeded random order; pairs are joined by repeat. After every pair an anytime-valid
+Builds the code under test at two git revisions (the extension and the servers, each built with cargo or go in a
+temporary worktree and cached under .tools/ab by its sources), then measures both in one session: every repeat
+runs A (BASE) and B (HEAD) back to back, each in a fresh process or server, in a seeded random order; pairs are
+joined by repeat. After every pair an anytime-valid
 confidence sequence of each series' ratio B/A is updated (a sign-test sequence of the median paired log-ratio,
 Howard et al. 2021; the family's level shared by Bonferroni), and the session stops when every series is decided,
 or a regression is, or the budget runs out ("undecided within budget", never a guess). The harness, workloads and
 analysis are the current checkout's. Interleaving on one machine is what lets slowdowns of 10% or less be seen
 on shared machines (Laaber et al. 2019), where two runs at different times differ by more.
 
-Covered today: the microbenchmark suites io_buffering and bson, through each revision's own extension. Servers
-(http_frameworks, bson_server) are not yet measured by ab.
+Suites: io_buffering and bson (microbenchmarks, through each revision's own extension: the least CPU time of a
+call per worker process) and http_frameworks (gnet, axum and net/http devices APIs and both hyper runtimes, each
+revision's binaries: the server's CPU per request over a short oha window, a fresh server per side and repeat,
+server and load generator pinned to different CPUs, under one CPU budget where cgroups allow).
+
+examples:
+  polyperf ab origin/main HEAD io_buffering bson --markdown ab.md
+  polyperf ab origin/main HEAD http_frameworks          # budget 540 s by default for servers
 
 exit: 0 no regression decided (including undecided within budget, said in the output), 1 a regression decided,
 2 bad input."""
@@ -79,7 +86,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("base", metavar="BASE", help="the baseline revision (A), e.g. origin/main")
     p.add_argument("head", metavar="HEAD", help="the revision to judge (B), e.g. HEAD")
-    p.add_argument("suites", nargs="*", metavar="SUITE", help="io_buffering (default) and/or bson")
+    p.add_argument("suites", nargs="*", metavar="SUITE", help="io_buffering (default), bson and/or http_frameworks")
     p.add_argument(
         "--threshold",
         type=float,
@@ -89,7 +96,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "interval lies beyond the band, 'no change' when inside it",
     )
     p.add_argument("--alpha", type=float, default=0.05, help="the family's error rate, in (0, 1) (default 0.05)")
-    p.add_argument("--budget", type=float, default=170.0, metavar="S", help="seconds of pairs at most (default 170)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of pairs at most (default 170, or 540 with a server suite)",
+    )
     p.add_argument("--max-pairs", type=int, default=200, help="pairs at most (default 200)")
     p.add_argument("--seed", type=int, default=None, help="seed of the A/B order (default: drawn, in env.json)")
     p.add_argument("--out", default="reports", help="output directory of the run folder (default: reports)")
@@ -100,6 +113,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         type=_env_pair,
         metavar="NAME=VALUE",
         help="test only: extra environment for B's processes, e.g. POLYPERF_TEST_SLOWDOWN_PCT=10 to inject a "
-        "calibrated slowdown into the extension's parse_json_file",
+        "calibrated slowdown into the extension's parse_json_file and the net/http server's handler",
     )
     p.set_defaults(func=_cmd_ab)

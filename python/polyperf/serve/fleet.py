@@ -42,6 +42,9 @@ class Target:
     # driver options of the request itself (e.g. {"method": "POST", "body": ...}): what calibrations and warm-ups
     # send, where a bare GET of `path` is not the work under test
     request: Mapping[str, Any] = field(default_factory=dict)
+    # a binary built elsewhere (one git revision's, for `polyperf ab`), started instead of the registry's build
+    binary: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)  # this server's own extra environment (test knobs)
 
     @property
     def name(self) -> str:
@@ -89,19 +92,20 @@ class Fleet:
 
     def start(self) -> Fleet:
         self._prepare_cgroups()
-        verified: set[str] = set()
+        verified: set[tuple[str, Path | None]] = set()
         for target in self.targets:
             try:
                 app, _variant = get_app(target.app)
-                build(target.app, log_dir=self.log_dir)
+                if target.binary is None:
+                    build(target.app, log_dir=self.log_dir)
                 server = self._start_server(target)
                 self._cgroups(target.key, server)
-                if target.app not in verified:  # one app binary, verified once (checks take ~1.5 s)
+                if (target.app, target.binary) not in verified:  # one binary, verified once (checks take ~1.5 s)
                     require_verified(
                         f"{target.key} on {server.url}",
                         verify(server.url, app.checks, with_db=bool(self.database_url) and app.uses_database),
                     )
-                    verified.add(target.app)
+                    verified.add((target.app, target.binary))
             except (PolyperfError, OSError) as exc:  # OSError: a server gone before its affinity was read
                 self.drop(target.key, f"{type(exc).__name__}: {exc}")
         return self
@@ -114,7 +118,8 @@ class Fleet:
             workers=self.workers,
             database_url=self.database_url,
             args=target.args,
-            env=self.env,
+            env={**self.env, **target.env},
+            binary=target.binary,
         )
         self.servers[target.key] = server  # known before it starts: stop() reaches it whatever happens
         self.starts[target.key] = self.starts.get(target.key, -1) + 1

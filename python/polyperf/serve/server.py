@@ -36,8 +36,10 @@ class Server:
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         ready_timeout: float = 30.0,
+        binary: Path | None = None,
     ) -> None:
         self.app, self.variant = get_app(app_spec)
+        self.binary = binary or self.app.binary(self.variant)  # another build of the app (`polyperf ab`'s revisions)
         self.host = host
         self.port = port or free_port(host)
         self.cpus = list(cpus) if cpus else None
@@ -64,10 +66,9 @@ class Server:
         return self.proc.pid
 
     def command(self) -> list[str]:
-        binary = self.app.binary(self.variant)
-        if not binary.exists():
-            raise ServerFailed(f"{self.name}: binary {binary} not built (run `polyperf build {self.name}`)")
-        cmd = [str(binary), "--host", self.host, "--port", str(self.port), *self.app.default_args]
+        if not self.binary.exists():
+            raise ServerFailed(f"{self.name}: binary {self.binary} not built (run `polyperf build {self.name}`)")
+        cmd = [str(self.binary), "--host", self.host, "--port", str(self.port), *self.app.default_args]
         if self.workers:
             cmd += ["--workers", str(self.workers)]
         return cmd + self.extra_args
