@@ -90,9 +90,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--threshold",
         type=float,
-        default=3.0,
+        default=2.0,
         metavar="PCT",
-        help="changes within ±PCT%% do not matter (default 3): a series is decided slower or faster when its whole "
+        help="changes within ±PCT%% do not matter (default 2): a series is decided slower or faster when its whole "
         "interval lies beyond the band, 'no change' when inside it",
     )
     p.add_argument("--alpha", type=float, default=0.05, help="the family's error rate, in (0, 1) (default 0.05)")
