@@ -227,4 +227,4 @@ def test_a_server_session_catches_a_slowdown_injected_into_b_only(tmp_path, monk
     assert set(gated["variant"]) == {"A", "B"} and gated["repeat"].nunique() == outcome.pairs
     assert len(gated) == 2 * 2 * outcome.pairs  # two servers a side, every pair whole
     assert all(sorted({p["slot"] for p in g}) == [0, 1] for _r, g in gated.groupby("repeat")["params"])
-    assert "Servers: the server's CPU per request" in outcome.markdown and "pinned apart" in outcome.markdown
+    assert "Servers: the server's CPU per request" in outcome.markdown and "a duet" in outcome.markdown

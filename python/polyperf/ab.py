@@ -2,19 +2,19 @@
 It sits beside `runner` (a session that measures, records and judges), above the stages it uses.
 
 Each revision's code under test is built once (`build.revisions`, cached by its sources): the extension for the
-microbenchmark suites, the server binaries for the server suites. Every repeat then measures A and B back to back,
-in an order drawn from a seeded generator in balanced blocks (AB BA or BA AB): drift of a shared machine hits both
-alike, and a pair is one repeat. A side is a fresh worker process (`ab_worker`) loading that revision's extension,
-and/or a fresh process of each of that revision's servers (`ab_servers`). After each pair the confidence sequences
-(`analyse.sequential`) are updated; the session stops when every gated series is decided, when a regression is, or
-when the budget runs out ("undecided within budget"). The harness, the workloads and the analysis are the current
-checkout's; only the code under test comes from each revision.
+microbenchmark suites, the server binaries for the server suites. Every repeat then measures A and B, in an order
+drawn from a seeded generator in balanced blocks (AB BA or BA AB): drift of a shared machine hits both alike, and
+a pair is one repeat. For microbenchmarks a side is a fresh worker process (`ab_worker`) loading that revision's
+extension, A and B back to back; for servers each side is a fresh process of each server, A and B loaded at the
+same time (`ab_servers`: a duet, which the shared machine's drift cannot tell apart). After each pair the
+confidence sequences (`analyse.sequential`) are updated; the session stops when every gated series is decided, when
+a regression is, or when the budget runs out ("undecided within budget"). The harness, the workloads and the
+analysis are the current checkout's; only the code under test comes from each revision.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import random
@@ -192,23 +192,19 @@ def run_ab(options: ABOptions) -> ABOutcome:
     with contextlib.ExitStack() as stack:
         servers = None
         if options.servers:
-            servers = ServerSides(options.servers, revs, log_dir=run_dir / "logs", seed=seed, env_b=options.env_b)
+            servers = ServerSides(options.servers, revs, log_dir=run_dir / "logs", env_b=options.env_b)
             stack.enter_context(servers)
             conditions = servers.conditions
             write_env(run_dir, ab={"sides": sides, "seed": seed, "servers": conditions})
         started = time.monotonic()
         try:
             for repeat in range(options.max_pairs):
-                pair = []
-                for slot, side in enumerate(next(orders)):
+                pair, order = [], next(orders)
+                for slot, side in enumerate(order if options.micro else ()):
                     env = options.env_b if side == "B" else {}
-                    if options.micro:
-                        pair += _micro_rows(_worker(revs[side], spec, env, log), side, repeat, slot)
-                    if servers is not None:
-                        pair += [
-                            dataclasses.replace(row, params={**row.params, "slot": slot})
-                            for row in servers.measure(side, repeat)
-                        ]
+                    pair += _micro_rows(_worker(revs[side], spec, env, log), side, repeat, slot)
+                if servers is not None:  # both sides at once, started in this repeat's order
+                    pair += servers.measure(repeat, order)
                 writer.write(pair)  # whole pairs only: a pair cut short is no pair
                 frames.append(pd.DataFrame([r.__dict__ for r in pair]))
                 pairs = repeat + 1

@@ -88,18 +88,13 @@ def _what_was_measured(table: pd.DataFrame, servers: dict[str, Any]) -> list[str
     if "cpu_seconds" in metrics:
         out.append("Microbenchmarks: the least CPU time of a call in a fresh worker process, one value per process.")
     if "cpu_s_per_request" in metrics:
-        quota = servers.get("cpu_quota")
-        budget = (
-            f"under a budget of {quota:g} CPU each"
-            if quota
-            else f"without a CPU budget ({servers.get('cpu_quota_missing')})"
-        )
+        cpus = ",".join(map(str, servers.get("server_cpus", [])))
+        clients = ",".join(map(str, servers.get("client_cpus", [])))
         out.append(
             f"Servers: the server's CPU per request ({servers.get('cpu_source', '?')} counter) over "
-            f"{servers.get('window_s', math.nan):g} s of oha at {servers.get('connections', '?')} connections, a fresh "
-            f"server process per side and repeat after an unrecorded warm-up; server on CPU "
-            f"{','.join(map(str, servers.get('server_cpus', [])))}, load generator pinned apart on CPU "
-            f"{','.join(map(str, servers.get('client_cpus', [])))}, {budget}."
+            f"{servers.get('window_s', math.nan):g} s at {servers.get('rate', '?')} requests/s, A and B loaded at the "
+            f"same time (a duet), each a fresh server process per repeat after an unrecorded warm-up; servers pinned "
+            f"to CPU {cpus}, load generators pinned apart to CPU {clients}."
         )
     return out
 
@@ -127,8 +122,8 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
     attrs = table.attrs
     lines += ["", *_what_was_measured(table, header.get("servers") or {})]
     lines += [
-        "A and B ran back to "
-        f"back in every repeat, in a seeded random order (seed {header['seed']}), and pairs are joined by repeat. "
+        "Every repeat measured A and B (microbenchmarks back to back, servers at once), in a seeded random order "
+        f"(seed {header['seed']}), and pairs are joined by repeat. "
         f"Interval: {attrs.get('method', METHOD)}, valid however often it is looked at, each at "
         f"{attrs.get('level_each', math.nan):.4g} so that the {len(table)} series together hold "
         f"{1 - attrs.get('alpha', math.nan):.0%} (Bonferroni). A series is decided slower or faster when its whole "

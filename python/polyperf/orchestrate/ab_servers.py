@@ -1,36 +1,44 @@
-"""The servers' side of `polyperf ab`: each server of a load suite started from both revisions' binaries, and one
-side of one repeat measured on demand. HEAD's harness (fleet, drivers, pinning, CPU accounting), each revision's
-server.
+"""The servers' side of `polyperf ab`: each server of a load suite built at both revisions, measured as a duet.
+HEAD's harness (fleet, driver, pinning, CPU accounting), each revision's server.
 
-A side's measurement restarts each of its servers (a fresh process per side and repeat, in a seeded random order),
-warms it up unrecorded, and runs oha against it for a short window at 64 connections, the suite's `ceiling` case.
-The gated value is the server's CPU per request over the window: its cgroup's exact CPU counter where cgroups are
-writable (else /proc's 10 ms ticks), under the same CPU budget for every server where budgets work, so that the
-server, not the one client core, is the limit and requests are batched alike in every window. Requests per second
-and latencies are recorded beside it, not gated: on a shared machine they also move with everything else running.
+In every repeat each server is restarted from both revisions' binaries (a fresh process per side and repeat, the
+two started in the repeat's seeded order), warmed up unrecorded, and then A and B are loaded *at the same time*
+(duet benchmarking, Bulej et al. 2020), each by its own oha at one fixed rate, both servers pinned to the server
+CPUs and both clients to the client CPUs. The gated value is each server's CPU per request over the window: its
+cgroup's exact counter where cgroups are writable, else /proc's 10 ms ticks.
+
+Why a duet at a fixed rate, measured on this 2-core VM (same binary on both sides, paired log-ratio's spread over
+8-10 repeats): A then B, each at its ceiling under a CPU budget, spread 0.11-0.30 (a budgeted server's cost per
+request follows how requests pile up while it is throttled); A then B at a fixed rate, 0.08-0.23 (the VM's speed
+drifts within seconds); a duet at a fixed rate in 0.5 s windows 0.04-0.07, in 2 s windows 0.02-0.04. At a rate
+below every server's capacity each request is served alone, and both sides see the same machine at the same time.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
+import psutil
+
 from polyperf.build.revisions import Revision, RevisionError
 from polyperf.common.cpus import split_cpus
+from polyperf.errors import PolyperfError
 from polyperf.load import ensure_oha
-from polyperf.orchestrate.load_suite import LoadEnv
-from polyperf.record.recorder import Recorder
+from polyperf.load.native_driver import run_oha
+from polyperf.load.result import Bounds, LoadResult
 from polyperf.record.schema import Row
-from polyperf.serve.cpu_budget import cpu_budget_support
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.suite_targets import HTTP_FRAMEWORKS
 
-__all__ = ["SERVER_SUITES", "ServerSides", "apps_of"]
+__all__ = ["SERVER_SUITES", "DuetPlan", "ServerSides", "apps_of"]
 
 SERVER_SUITES: dict[str, Sequence[Target]] = {"http_frameworks": HTTP_FRAMEWORKS}
-CASE = "ceiling"  # the suite's closed-model case at 64 connections: the same work, measured the same way
+CASE = "duet"
+MAX_REQUESTS = 10_000_000  # the bound of every window besides its duration
 
 
 def apps_of(suites: Iterable[str]) -> list[str]:
@@ -38,24 +46,40 @@ def apps_of(suites: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(t.name for s in suites for t in SERVER_SUITES.get(s, ())))
 
 
-class _PairRows:
-    """Where the load environment's rows wait until their side is whole (stands in for the run's `RowWriter`)."""
+@dataclass(frozen=True)
+class DuetPlan:
+    """One repeat of one server: a warm-up, then both sides at `rate` requests/s each for `window_s`. The rate is
+    below every measured server's capacity with two of them sharing one server CPU (a few hundred thousand
+    requests/s would be needed to fill it at 20-40 µs each), so the offered load, not the server, sets the pace."""
 
-    def __init__(self) -> None:
-        self.rows: list[Row] = []
+    window_s: float = 2.0
+    warm_up_s: float = 0.3
+    rate: int = 4_000
+    connections: int = 32
 
-    def write(self, rows: Iterable[Row]) -> None:
-        self.rows.extend(rows)
 
-    def take(self) -> list[Row]:
-        rows, self.rows = self.rows, []
-        return rows
+def _cpu_counter(fleet: Fleet, key: str) -> Callable[[], float]:
+    """The server's CPU seconds: its cgroup's counter, else its process tree from /proc."""
+    exact = fleet.server_cpu(key)
+    if exact is not None:
+        return exact
+    pid = fleet.servers[key].pid
+
+    def from_proc() -> float:
+        try:
+            process = psutil.Process(pid)
+            times = [process.cpu_times(), *(c.cpu_times() for c in process.children(recursive=True))]
+        except psutil.Error:
+            return 0.0
+        return sum(t.user + t.system for t in times)
+
+    return from_proc
 
 
 class ServerSides:
-    """The servers of `suites` for sides A and B (`revisions`), started, verified and pinned; `measure(side, repeat,
-    slot)` returns one side's rows of one repeat. Use as a context manager: every server and cgroup is stopped on the
-    way out, also on failure and Ctrl-C."""
+    """The servers of `suites` at sides A and B (`revisions`), started, verified and pinned; `measure(repeat,
+    order)` returns both sides' rows of one repeat. Use as a context manager: every server and cgroup is stopped
+    on the way out, also on failure and Ctrl-C."""
 
     def __init__(
         self,
@@ -63,59 +87,34 @@ class ServerSides:
         revisions: Mapping[str, Revision],
         *,
         log_dir: Path,
-        seed: int,
         env_b: Mapping[str, str] | None = None,
-        window_s: float = 0.5,
-        warm_up_s: float = 0.2,
-        connections: int = 64,
+        plan: DuetPlan | None = None,
     ) -> None:
-        self.window_s, self.warm_up_s, self.connections = window_s, warm_up_s, connections
-        self.suite_of: dict[str, str] = {}
-        self.sides: dict[str, list[Target]] = {"A": [], "B": []}
+        self.plan = plan or DuetPlan()
+        self.log_dir = Path(log_dir)
+        self.servers: list[tuple[str, Target]] = []  # (suite, the suite's target)
+        self.builds: dict[tuple[str, str], Target] = {}  # (side, target key) -> that side's build
         for suite in suites:
             for target in SERVER_SUITES[suite]:
+                self.servers.append((suite, target))
                 for side, rev in revisions.items():
-                    instance = f"{target.instance}-{side}" if target.instance else side
-                    built = dataclasses.replace(
+                    self.builds[side, target.key] = replace(
                         target,
-                        instance=instance,
+                        instance=f"{target.instance}-{side}" if target.instance else side,
                         binary=rev.binaries[target.name],
                         env=dict(env_b or {}) if side == "B" else {},
-                        params={**target.params, "side": side, "commit": rev.commit},
                     )
-                    self.sides[side].append(built)
-                    self.suite_of[built.key] = suite
+        self.commits = {side: rev.commit for side, rev in revisions.items()}
         self.server_cpus, self.client_cpus = split_cpus()
-        self.budget_why = cpu_budget_support() if len(self.client_cpus) <= len(self.server_cpus) else "not needed"
-        self.fleet = Fleet(
-            [*self.sides["A"], *self.sides["B"]],
-            log_dir=log_dir,
-            server_cpus=self.server_cpus,
-            cpu_quota=1.0 if self.budget_why is None else None,
-        )
-        self._rows = _PairRows()
-        self.env = LoadEnv(
-            self.fleet,
-            Recorder(self._rows, "ab"),  # type: ignore[arg-type]  # rows are renamed per suite in `measure`
-            client_cpus=self.client_cpus,
-            log_dir=log_dir,
-            seed=seed,
-        )
-        self.cpu_quota: float | None = None
+        self.fleet = Fleet(list(self.builds.values()), log_dir=self.log_dir, server_cpus=self.server_cpus)
 
     def __enter__(self) -> ServerSides:
         ensure_oha()
-        self.fleet.__enter__()
-        try:
-            if self.fleet.failed:
-                failed = "; ".join(f"{key}: {why}" for key, why in self.fleet.failed.items())
-                raise RevisionError(f"servers that did not start or pass verification: {failed}")
-            if self.fleet.budgets:  # the largest budget, the same for every server, that one client core fills
-                self.cpu_quota = self.env.calibrate_cpu_quota()
-                self.env.add_params(cpu_quota_auto=self.cpu_quota)
-        except BaseException:
+        self.fleet.__enter__()  # builds nothing (each side's binary is given), starts and verifies every build
+        if self.fleet.failed:
+            failed = "; ".join(f"{key}: {why}" for key, why in self.fleet.failed.items())
             self.fleet.stop()
-            raise
+            raise RevisionError(f"servers that did not start or pass verification: {failed}")
         return self
 
     def __exit__(
@@ -127,31 +126,94 @@ class ServerSides:
     def conditions(self) -> dict[str, object]:
         """How the servers were measured, for env.json and the table's footnote."""
         return {
+            "method": "duet",
             "server_cpus": self.server_cpus,
             "client_cpus": self.client_cpus,
-            "cpu_quota": self.cpu_quota,
-            "cpu_quota_missing": self.budget_why,
             "cpu_source": self.fleet.cpu_source,
-            "window_s": self.window_s,
-            "connections": self.connections,
+            "window_s": self.plan.window_s,
+            "rate": self.plan.rate,
+            "connections": self.plan.connections,
         }
 
-    def measure(self, side: str, repeat: int) -> list[Row]:
-        """Side `side` of repeat `repeat`: every server restarted, warmed up and measured once, in a seeded order."""
-        for target in self.env.order(self.sides[side]):
-            self.fleet.restart(target.key)
-            if target.key not in self.fleet.servers:
-                raise RevisionError(f"{target.key} could not be restarted: {self.fleet.failed.get(target.key)}")
-            self.env.oha(target, case="warmup", duration=self.warm_up_s, connections=16, keep=False)
-            self.env.oha(target, case=CASE, repeat=repeat, duration=self.window_s, connections=self.connections)
-            problems = self.env.take_problems()
-            if problems:  # a server that died or a load that failed leaves no pair to judge
-                raise RevisionError(f"{target.key} (side {side}): {problems[0]}")
-        return [self._as_side(row, side) for row in self._rows.take()]
+    def measure(self, repeat: int, order: Sequence[str]) -> list[Row]:
+        """Both sides of repeat `repeat`, server by server: each side's process restarted (in `order`), warmed up,
+        then both loaded at once. Raises RevisionError when a server dies or a load fails: no pair to judge."""
+        rows: list[Row] = []
+        for suite, target in self.servers:
+            builds = {side: self.builds[side, target.key] for side in order}
+            for side in order:
+                key = builds[side].key
+                self.fleet.restart(key)
+                if key not in self.fleet.servers:
+                    raise RevisionError(f"{key} could not be restarted: {self.fleet.failed.get(key)}")
+            self._together(builds, self.plan.warm_up_s, rate=None)
+            results = self._together(builds, self.plan.window_s, rate=self.plan.rate)
+            for slot, side in enumerate(order):
+                cpu_s, load = results[side]
+                rows += self._rows(suite, target, side, slot, repeat, cpu_s, load)
+        return rows
 
-    def _as_side(self, row: Row, side: str) -> Row:
-        """A row as ab's table keys it: the suite, the server (with its runtime) as implementation, the side as
-        variant."""
-        key = next(t.key for t in self.sides[side] if t.name == row.implementation and t.variant == row.variant)
-        server = f"{row.implementation}/{row.variant}" if row.variant else row.implementation
-        return dataclasses.replace(row, suite=self.suite_of[key], implementation=server, variant=side)
+    def _together(
+        self, builds: Mapping[str, Target], duration: float, *, rate: int | None
+    ) -> dict[str, tuple[float, LoadResult]]:
+        """Loads every side's server at once, one oha each (threads only wait on processes); per side the server's
+        CPU seconds over its load and the load's result."""
+        results: dict[str, tuple[float, LoadResult]] = {}
+        errors: list[str] = []
+
+        def drive(side: str) -> None:
+            key = builds[side].key
+            server = self.fleet.servers[key]
+            counter = _cpu_counter(self.fleet, key)
+            try:
+                before = counter()
+                load = run_oha(
+                    server.url + builds[side].path,
+                    bounds=Bounds(duration, MAX_REQUESTS),
+                    client_cpus=self.client_cpus,
+                    log_dir=self.log_dir,
+                    connections=self.plan.connections if rate else 16,
+                    **({"rate": rate} if rate else {}),
+                    alive=server.check_alive,
+                )
+                results[side] = (counter() - before, load)
+            except PolyperfError as exc:
+                errors.append(f"{key}: {exc}")
+
+        threads = [threading.Thread(target=drive, args=(side,), name=f"ab-{side}") for side in builds]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise RevisionError(errors[0])
+        for side, (_cpu, load) in results.items():
+            if load.requests == 0 or load.failures > 0.01 * load.requests:
+                raise RevisionError(f"{builds[side].key}: {load.failures} of {load.requests} requests failed")
+        return results
+
+    def _rows(
+        self, suite: str, target: Target, side: str, slot: int, repeat: int, cpu_s: float, load: LoadResult
+    ) -> list[Row]:
+        server = f"{target.name}/{target.variant}" if target.variant else target.name
+        params = {
+            "slot": slot,
+            "commit": self.commits[side],
+            "rate": self.plan.rate,
+            "duration_s": self.plan.window_s,
+            "server_cpus": ",".join(map(str, self.server_cpus)),
+            "client_cpus": ",".join(map(str, self.client_cpus)),
+            "cpu_source": self.fleet.cpu_source,
+            "server_process": self.fleet.starts.get(self.builds[side, target.key].key, 0),
+            **target.params,
+        }
+        values = [
+            ("cpu_s_per_request", cpu_s / load.requests, "s"),
+            ("server_cpu_s", cpu_s, "s"),
+            ("requests", float(load.requests), "count"),
+            ("rps", load.rps, "1/s"),
+            *((f"latency_p{round(q * 100)}_s", v, "s") for q, v in load.latency.items() if q in (0.5, 0.99)),
+        ]
+        return [
+            Row(suite, CASE, server, side, metric, value, unit, repeat, params, "oha") for metric, value, unit in values
+        ]
