@@ -10,18 +10,19 @@ from pathlib import Path
 DESCRIPTION = """\
 Builds the code under test at two git revisions (the extension and the servers, each built with cargo or go in a
 temporary worktree and cached under .tools/ab by its sources), then measures both in one session: every repeat
-runs A (BASE) and B (HEAD) back to back, each in a fresh process or server, in a seeded random order; pairs are
-joined by repeat. After every pair an anytime-valid
-confidence sequence of each series' ratio B/A is updated (a sign-test sequence of the median paired log-ratio,
-Howard et al. 2021; the family's level shared by Bonferroni), and the session stops when every series is decided,
-or a regression is, or the budget runs out ("undecided within budget", never a guess). The harness, workloads and
+measures A (BASE) and B (HEAD), each in a fresh process or server, in a seeded random order; pairs are joined by
+repeat. After every pair an anytime-valid confidence sequence of each series' ratio B/A is updated (a sign-test
+sequence of the median paired log-ratio, Howard et al. 2021; the family's level shared by Bonferroni), and the
+session stops when every series is decided, or a regression is, or the budget runs out ("undecided within budget",
+never a guess). The harness, workloads and
 analysis are the current checkout's. Interleaving on one machine is what lets slowdowns of 10% or less be seen
 on shared machines (Laaber et al. 2019), where two runs at different times differ by more.
 
 Suites: io_buffering and bson (microbenchmarks, through each revision's own extension: the least CPU time of a
-call per worker process) and http_frameworks (gnet, axum and net/http devices APIs and both hyper runtimes, each
-revision's binaries: the server's CPU per request over a short oha window, a fresh server per side and repeat,
-server and load generator pinned to different CPUs, under one CPU budget where cgroups allow).
+call per worker process, A and B back to back) and http_frameworks (gnet, axum and net/http devices APIs and both
+hyper runtimes, each revision's binaries: a fresh server per side and repeat, A and B loaded at the same time by
+one oha each at a fixed rate, servers and load generators pinned to different CPUs; the server's CPU per request
+is gated).
 
 examples:
   polyperf ab origin/main HEAD io_buffering bson --markdown ab.md
