@@ -143,6 +143,10 @@ def _resolve(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv
     return found
 
 
+# what RFC 3986 allows unencoded in a path and query: unreserved, sub-delims, ":@/?" and "%" escapes
+_NOT_IN_PATH = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
+
+
 def _split(url: str) -> tuple[str, str, int, str]:
     """(scheme, host, port, path-and-query) of a URL in the strict subset; raises `ValueError(reason)`."""
     if len(url) > MAX_URL_LENGTH:
@@ -164,6 +168,9 @@ def _split(url: str) -> tuple[str, str, int, str]:
     if not 1 <= port <= 65535:
         raise ValueError(f"port {port} is outside 1-65535")
     path = (match["path"] or "/") + (f"?{match['query']}" if match["query"] is not None else "")
+    odd = sorted(set(_NOT_IN_PATH.findall(path)))
+    if odd:  # e.g. '[': urllib3 sends it as %5B, others as it stands
+        raise ValueError(f"{''.join(odd)!r} in the path or query must be percent-encoded (readers encode it or not)")
     # RFC 3986 case normalisation: urllib3 (and so the WHATWG-style readers) write escapes as %0A, never %0a
     path = _ESCAPE.sub(lambda escape: escape[0].upper(), path)
     # a second parser must read the same parts; in this subset it always does, and if it ever does not, refuse

@@ -64,6 +64,7 @@ _LOAD = [
     _m("cpu_s_per_request", "s", "lower", "server CPU seconds over the window per request"),
     _m("requests_per_cpu_second", "1/s", "higher", "requests a fully used server core answers"),
     _m("server_cpu_share", "ratio", "none", "server CPU seconds per wall second of the window", gated=False),
+    _m("server_cpu_s", "s", "none", "server CPU seconds over the window (ab's duets)", gated=False),
     _m("rss_peak_bytes", "bytes", "lower", "peak resident memory of the server's tree (sampled)", gated=False),
     _m("rss_mean_bytes", "bytes", "lower", "mean resident memory of the server's tree (sampled)", gated=False),
     _m("server_threads", "count", "none", "most threads the server had (sampled)", gated=False),

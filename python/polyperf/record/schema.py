@@ -303,7 +303,7 @@ def check_record(rec: Any) -> tuple[dict[str, Any] | None, str]:
         elif not isinstance(value, str):
             raise BadRecord("wrong type", f"{column} must be text, found {value!r:.40}")
     unit = current.get("unit")
-    if unit not in BASE_UNITS:
+    if not isinstance(unit, str) or unit not in BASE_UNITS:  # a list or object is not hashable, nor a unit
         found = "no unit" if unit is None else f"{unit!r:.20} is not a base unit"
         raise BadRecord("unit", f"{found} ({', '.join(sorted(BASE_UNITS))})")
     repeat = current.get("repeat", 0)
