@@ -17,12 +17,10 @@ below every server's capacity each request is served alone, and both sides see t
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-
-import psutil
 
 from polyperf.build.revisions import Revision, RevisionError
 from polyperf.common.cpus import split_cpus
@@ -30,6 +28,7 @@ from polyperf.errors import PolyperfError
 from polyperf.load import ensure_oha
 from polyperf.load.native_driver import run_oha
 from polyperf.load.result import Bounds, LoadResult
+from polyperf.orchestrate.load_suite import proc_cpu
 from polyperf.record.schema import Row
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.suite_targets import HTTP_FRAMEWORKS
@@ -56,24 +55,6 @@ class DuetPlan:
     warm_up_s: float = 0.3
     rate: int = 4_000
     connections: int = 32
-
-
-def _cpu_counter(fleet: Fleet, key: str) -> Callable[[], float]:
-    """The server's CPU seconds: its cgroup's counter, else its process tree from /proc."""
-    exact = fleet.server_cpu(key)
-    if exact is not None:
-        return exact
-    pid = fleet.servers[key].pid
-
-    def from_proc() -> float:
-        try:
-            process = psutil.Process(pid)
-            times = [process.cpu_times(), *(c.cpu_times() for c in process.children(recursive=True))]
-        except psutil.Error:
-            return 0.0
-        return sum(t.user + t.system for t in times)
-
-    return from_proc
 
 
 class ServerSides:
@@ -164,7 +145,7 @@ class ServerSides:
         def drive(side: str) -> None:
             key = builds[side].key
             server = self.fleet.servers[key]
-            counter = _cpu_counter(self.fleet, key)
+            counter = self.fleet.server_cpu(key) or proc_cpu(server.pid)  # a cgroup's exact counter, else /proc
             try:
                 before = counter()
                 load = run_oha(

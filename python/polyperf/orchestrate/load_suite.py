@@ -27,7 +27,7 @@ from polyperf.serve.cpu_budget import ThrottleStats
 from polyperf.serve.drain import Quiet, wait_quiet
 from polyperf.serve.fleet import Fleet, Target
 
-__all__ = ["MAX_REQUESTS", "LoadEnv"]
+__all__ = ["MAX_REQUESTS", "LoadEnv", "proc_cpu"]
 
 MAX_REQUESTS = 50_000_000  # the safety bound of every run; durations are what end them
 QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run to measure the server
@@ -56,7 +56,7 @@ class LocustRun(RunSettings, LocustOptions, total=False):
     pass
 
 
-def _proc_cpu(pid: int) -> Callable[[], float]:
+def proc_cpu(pid: int) -> Callable[[], float]:
     """A process's CPU seconds from /proc (10 ms ticks; 0 once it is gone), where no cgroup counts it."""
 
     def read() -> float:
@@ -176,7 +176,7 @@ class LoadEnv:
         ports = [server.port for _target, server in self.fleet.running]
         counters: dict[str, Callable[[], float]] = {}
         for target, server in self.fleet.running:
-            counters[target.key] = self.fleet.server_cpu(target.key) or _proc_cpu(server.pid)
+            counters[target.key] = self.fleet.server_cpu(target.key) or proc_cpu(server.pid)
         # /proc counts CPU in 10 ms ticks: one tick is not a busy server there
         idle = 0.001 if self.fleet.cpu_source == "cgroup" else 0.011
         return wait_quiet(ports, counters, timeout=timeout, idle=idle)
