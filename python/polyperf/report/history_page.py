@@ -12,6 +12,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -41,13 +42,15 @@ class Chart:
 
 
 def _link(report: object, page_dir: Path) -> str | None:
-    if not isinstance(report, str) or not report:
+    """A store row's report as a link: only a path inside the page's own tree, made relative and quoted, so a row
+    cannot put a script (`javascript:`), another site or another folder behind a point. Else None: shown as text."""
+    if not isinstance(report, str) or not report or "\x00" in report or not os.path.isabs(report):
         return None
-    path = Path(report)
-    try:
-        return Path(os.path.relpath(path, page_dir)).as_posix()
-    except ValueError:  # another drive: an absolute link
-        return path.as_uri()
+    root = os.path.normpath(os.path.abspath(page_dir))
+    target = os.path.normpath(report)
+    if os.path.commonpath([root, target]) != root or target == root:
+        return None
+    return "./" + quote(Path(os.path.relpath(target, root)).as_posix())
 
 
 def _scale(values: np.ndarray, lo: float, hi: float, a: float, b: float) -> np.ndarray:
