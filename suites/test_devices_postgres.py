@@ -158,9 +158,14 @@ def _table(target: Target) -> str:
     return target.args[target.args.index("--table") + 1]
 
 
+def _app_dsn(database: Database) -> str:
+    """Apps get a role that owns only their own tables on a throwaway cluster, never its superuser."""
+    return database.throwaway.app_dsn() if database.throwaway is not None else database.dsn
+
+
 @pytest.fixture(scope="module")
 def fleet(targets, database, load_options, run_dir):
-    with Fleet(targets, log_dir=run_dir / "logs", database_url=database.dsn, **load_options.fleet) as fleet:
+    with Fleet(targets, log_dir=run_dir / "logs", database_url=_app_dsn(database), **load_options.fleet) as fleet:
         yield fleet
 
 
@@ -386,8 +391,7 @@ def test_pool_overflow(env, plan, database, load_options, run_dir):
     spec = plan["overflow"]
     with ThrowawayPostgres(run_dir / "logs", max_connections=spec["max_connections"]) as tiny:
         pin_tree(tiny.proc.pid, load_options.server_cpus)
-        app_dsn = tiny.add_role("pp_app")  # a login role of its own, with its own password
-        tiny.query("GRANT CREATE ON SCHEMA public TO pp_app")  # PostgreSQL 15+ no longer grants it to all
+        app_dsn = tiny.app_dsn()  # a login role of its own, with its own password, owning only its tables
         params = {"pool_size": spec["pool"], "pg_max_connections": spec["max_connections"], "app_connections": 5}
         small = [
             Target(

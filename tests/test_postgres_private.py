@@ -97,3 +97,28 @@ def test_apps_get_the_database_url_in_their_environment(tmp_path: Path, monkeypa
         Server(name, log_dir=tmp_path, database_url=url, env={"A": "1"}).start()
     assert not any("s3cret" in arg for arg in seen["cmd"])
     assert seen["env"]["DATABASE_URL"] == url and seen["env"]["A"] == "1"
+
+
+def test_apps_get_a_role_that_owns_only_its_own_tables(pg: ThrowawayPostgres) -> None:
+    pg.query("CREATE TABLE IF NOT EXISTS harness_only (x int)")
+    app = pg.app_dsn()
+    assert app == pg.app_dsn() and urlsplit(app).username != pg.user
+    with psycopg.connect(app, autocommit=True) as conn:
+        assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (False,)
+        conn.execute("CREATE TABLE app_devices (id int)")
+        conn.execute("INSERT INTO app_devices VALUES (1)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM harness_only")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CREATE ROLE intruder SUPERUSER")
+    owner = pg.query("SELECT tableowner FROM pg_tables WHERE tablename = 'app_devices'")
+    assert owner == [(urlsplit(app).username,)]
+
+
+def test_the_clusters_passwords_never_show_in_a_repr(pg: ThrowawayPostgres) -> None:
+    from polyperf.common.redact import redact
+    from polyperf.orchestrate.db_runs import Database
+
+    for text in (repr(pg), repr(pg.dsn), repr(pg.app_dsn()), repr(Database(pg.dsn, None, [], True, pg))):
+        assert pg.password not in text and urlsplit(pg.app_dsn()).password not in text
+    assert pg.password not in redact(f"connection failed: {str(pg.dsn)}")

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from polyperf.common.redact import redact
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import ConnectionProbe, is_db_bound
 from polyperf.measure.device_table import (
@@ -45,6 +46,9 @@ class Database:
     throwaway: ThrowawayPostgres | None = None
     params: dict[str, Any] = field(default_factory=dict)  # stated in every row
     account: CpuAccount | None = None  # the throwaway cluster's own cgroup: its CPU counted exactly
+
+    def __repr__(self) -> str:  # a failing test's traceback prints it: never the password
+        return f"Database(dsn={redact(self.dsn)!r}, pid={self.pid}, throwaway={self.throwaway is not None})"
 
 
 def check_metrics(check: RowsCheck) -> list[Metric]:

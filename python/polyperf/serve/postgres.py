@@ -28,6 +28,7 @@ from types import TracebackType
 
 from polyperf.common import procs
 from polyperf.common.net import free_port
+from polyperf.common.redact import MASK, SecretText, register_secret
 from polyperf.errors import PostgresFailed
 from polyperf.serve.pg_binaries import find_pg_bindir, reachable_bindir, unreachable_part, wheel_bindir
 
@@ -48,6 +49,8 @@ class ThrowawayPostgres:
         self.user = user
         self.port = free_port()
         self.password = secrets.token_urlsafe(24)  # URL-safe: goes into the DSN as it is
+        register_secret(self.password)  # masked in every error line and log of this process
+        self._app_dsn: SecretText | None = None
         self._allowed = [user]  # the roles pg_hba.conf lets in
         self.proc = None
         self.base = None
@@ -62,13 +65,30 @@ class ThrowawayPostgres:
             # the binaries' label stays the same in every row; how they were made reachable is a note
             self.bindir, self.binaries_note = reachable_bindir(self.bindir, entry.pw_uid, entry.pw_gid)
 
+    def __repr__(self) -> str:
+        return f"ThrowawayPostgres(port={self.port}, user={self.user!r}, password={MASK!r})"
+
     @property
-    def dsn(self) -> str:
+    def dsn(self) -> SecretText:
+        """The superuser's DSN: polyperf's own checks only. Apps get `app_dsn()`."""
         return self._dsn_for(self.user, self.password)
 
-    def _dsn_for(self, user: str, password: str) -> str:
+    def _dsn_for(self, user: str, password: str) -> SecretText:
         # sslmode=disable: the cluster has no TLS, and clients would otherwise try it on every connection
-        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{_DATABASE}?sslmode=disable"
+        return SecretText(f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{_DATABASE}?sslmode=disable")
+
+    def app_dsn(self, name: str = "pp_app") -> SecretText:
+        """The DSN apps are given: a login role that is no superuser, may create tables in `public` and so owns only
+        the tables it makes (made once per cluster)."""
+        if self._app_dsn is None:
+            import psycopg
+            from psycopg import sql
+
+            dsn = self.add_role(name)
+            with psycopg.connect(self.dsn, autocommit=True) as conn:  # PostgreSQL 15+ no longer grants it to all
+                conn.execute(sql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(sql.Identifier(name)))
+            self._app_dsn = dsn
+        return self._app_dsn
 
     def _run(self, cmd: list[str]) -> None:
         done = subprocess.run(
@@ -131,13 +151,14 @@ class ThrowawayPostgres:
         # as root this file belongs to the server user; writing it keeps its owner and mode
         (self.base / "data" / "pg_hba.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    def add_role(self, name: str, timeout: float = 10.0) -> str:
+    def add_role(self, name: str, timeout: float = 10.0) -> SecretText:
         """Creates login role `name` with a random password of its own, lets it in (pg_hba.conf, reloaded) and
         returns its DSN once it can connect."""
         import psycopg
         from psycopg import sql
 
         password = secrets.token_urlsafe(24)
+        register_secret(password)
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             create = sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}")
             conn.execute(create.format(sql.Identifier(name), sql.Literal(password)))
@@ -186,13 +207,15 @@ class ThrowawayPostgres:
         )
         self._wait_ready()
 
-    def restart(self, mode: str = "fast") -> float:
+    def restart(self, mode: str = "fast", *, down_s: float = 0.0) -> float:
         """Stops the server the way `pg_ctl restart -m fast|immediate` does (immediate: no checkpoint, crash
-        recovery on start) and starts it again on the same port; returns the seconds it was unreachable."""
+        recovery on start) and starts it again on the same port; returns the seconds it was unreachable.
+        `down_s`: seconds to stay down before starting again (a slow restart, as a loaded machine has)."""
         if mode not in _STOP_SIGNALS or self.proc is None:
             raise PostgresFailed(f"cannot restart ({'unknown mode ' + repr(mode) if self.proc else 'not running'})")
         started = time.monotonic()
         procs.stop(self.proc, grace=60.0, sig=_STOP_SIGNALS[mode])
+        time.sleep(max(0.0, down_s))
         self._spawn()
         return time.monotonic() - started
 
