@@ -121,4 +121,4 @@ def test_the_clusters_passwords_never_show_in_a_repr(pg: ThrowawayPostgres) -> N
 
     for text in (repr(pg), repr(pg.dsn), repr(pg.app_dsn()), repr(Database(pg.dsn, None, [], True, pg))):
         assert pg.password not in text and urlsplit(pg.app_dsn()).password not in text
-    assert pg.password not in redact(f"connection failed: {str(pg.dsn)}")
+    assert pg.password not in redact(f"connection failed: {pg.dsn!s}")
