@@ -101,3 +101,25 @@ def test_series_changes_name_the_commits_on_either_side() -> None:
     assert changes.loc[1, "label"] == "regression" and changes.loc[2, "label"] == "regression"
     assert changes.loc[2, "commit_after"] == "c45" and bool(changes.loc[2, "exact"])
     assert changes.loc[2, "points_after"] == 15
+
+
+def test_whole_numbers_are_never_taken_for_exact_counts_in_history_compare_or_the_verdicts() -> None:
+    from polyperf.analyse import claims, compare
+    from polyperf.record.catalogue import metric_info
+
+    rng = np.random.default_rng(62)
+    # integer milliseconds of a timing: 66 points of noise with no change in them
+    values = np.round(_history(rng, 66, None, 0.0, 0.03) * 40)
+    rows = pd.DataFrame(
+        {"series_id": 1, "metric": "seconds", "value": values, "git_commit": [f"c{i}" for i in range(66)]}
+    ).assign(run_id=lambda f: f["git_commit"], exact=True)  # a store's all-whole flag is not read
+    changes = series_changes(rows, metric_info=metric_info)
+    assert len(changes) <= 1 and not changes["exact"].any()
+    # compare: three runs of 12 ms against three of 13 ms are too few to test, not an exact difference
+    twelve = np.array([12.0, 12.0, 12.0])
+    label, p_value = compare._label(twelve, twelve + 1, "seconds", "s", compare.LOWER, 0.05)
+    assert label == "too few samples"
+    # the verdicts: whole counts of a metric the catalogue calls sampled (requests in a timed window) are sampled
+    counted = pd.DataFrame({"metric": "requests", "unit": "count", "value": [1200.0, 1185.0, 1210.0]})
+    assert not claims._is_exact(counted)
+    assert claims._is_exact(counted.assign(metric="read_syscalls"))

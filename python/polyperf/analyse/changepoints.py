@@ -133,14 +133,15 @@ def series_changes(
     points: pd.DataFrame,
     *,
     key: Sequence[str] = ("series_id",),
-    exact_column: str | None = "exact",
+    exact_column: str | None = None,
     metric_info: Callable[[str], Any] | None = None,
     max_pvalue: float = MAX_PVALUE,
     window: int = WINDOW,
 ) -> pd.DataFrame:
     """Every change of every series in `points` (columns: `key`, `value`, `git_commit`, `run_id`, optionally
-    `metric` and `exact`; rows in commit order within a series). A series is exact when all its points are
-    (`exact_column`) or the catalogue marks its metric exact."""
+    `metric`; rows in commit order within a series). A series is exact when the catalogue marks its metric exact,
+    or, for values the catalogue cannot name (a claim's measured value), when the caller's `exact_column` (itself
+    read from the catalogue) says so for all its points. Whole numbers alone never make a series exact."""
     records: list[dict[str, Any]] = []
     # numpy slices per series rather than a pandas group each: a thousand series must take seconds, not minutes
     frame = points[np.isfinite(points["value"].to_numpy(dtype=float))]

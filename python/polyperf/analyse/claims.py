@@ -31,7 +31,6 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from polyperf.analyse.family import Family, adjust
@@ -257,16 +256,13 @@ def per_repeat(rows: pd.DataFrame) -> pd.Series:
 
 
 def _is_exact(*groups: pd.DataFrame) -> bool:
-    """Counts: whole numbers of unit `count`, or counts the metric catalogue declares exact (counts per request
-    among them: a fixed number of requests counted, where background work spreads only a fraction of a count over
-    them, as `compare` treats them)."""
+    """Counts the metric catalogue declares exact (counts per request among them: a fixed number of requests
+    counted, where background work spreads only a fraction of a count over them, as `compare` treats them). Whole
+    numbers are no evidence: integer milliseconds carry noise."""
     rows = pd.concat(groups)
     if not (rows["unit"] == "count").all():
         return False
-    if all((info := metric_info(str(name))) is not None and info.exact for name in rows["metric"].unique()):
-        return True
-    values = rows["value"].to_numpy(dtype=float)
-    return bool(np.all(np.isfinite(values) & (values == np.round(values))))
+    return all((info := metric_info(str(name))) is not None and info.exact for name in rows["metric"].unique())
 
 
 def selected_rows(frame: pd.DataFrame, claim: Claim) -> list[pd.DataFrame]:

@@ -132,10 +132,6 @@ def _tidy(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _identical_integers(values: np.ndarray) -> bool:
-    return values.size >= 2 and bool(np.all(values == values[0])) and float(values[0]).is_integer()
-
-
 def _change(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     """B/A - 1 by the Hodges-Lehmann ratio (the median of all B/A ratios), with its own 95% Moses interval, so the
     point always lies inside its interval. Where a side has values <= 0 no ratio estimator applies: the ratio of the
@@ -177,10 +173,8 @@ def _label(
     many requests share a wake-up depends on the load, and a window with a database restart in it moved by 27%
     between two runs of one commit here."""
     per_request = is_per_request_count(metric, unit)
-    if per_request and not fixed_count:
-        exact = _identical_integers(a) and _identical_integers(b)
-    else:
-        exact = is_deterministic_name(metric) or (_identical_integers(a) and _identical_integers(b))
+    # exact only where the catalogue says so: whole numbers (integer milliseconds, RSS bytes) carry noise too
+    exact = is_deterministic_name(metric) and not (per_request and not fixed_count)
     if exact or (per_request and fixed_count):
         return _count_label(a, b, metric, unit, better), math.nan
     if too_few_samples(a.size, b.size, alpha):

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from polyperf.analyse.changepoints import MAX_PVALUE, series_changes
@@ -52,16 +51,30 @@ def _machine(store: Store, machine: str | None) -> str:
     return machine
 
 
-def _claim_points(verdicts: pd.DataFrame) -> pd.DataFrame:
+def _claim_metrics() -> dict[str, str]:
+    """Each registered claim's metric, so its exactness comes from the catalogue (a claim not registered any more
+    has none: its values are treated as sampled)."""
+    from polyperf.analyse.claims import load_claims
+
+    try:
+        return {c.id: c.metric for c in load_claims()}
+    except ValueError:  # a registry being edited into a bad state costs the history its claims' exactness only
+        return {}
+
+
+def _claim_points(verdicts: pd.DataFrame, catalogue: Callable[[str], Any] | None) -> pd.DataFrame:
+    """Each claim's measured value per run; `exact` where the catalogue declares the claim's metric an exact count
+    (whole numbers are no evidence of that: integer milliseconds carry noise). The claims carry no direction here:
+    a ratio's better side is the claim's, not its metric's."""
     measured = verdicts.dropna(subset=["measured"]).rename(columns={"measured": "value"})
     if measured.empty:
         return measured.assign(exact=pd.Series(dtype=bool), metric=pd.Series(dtype=str))
-    # an exact count: whole numbers that every repeat agreed on (the verdict's range is one value), whatever unit
-    # the claim states them in (syscalls, allocations, rows)
-    values = measured["value"].to_numpy(dtype=float)
-    agreed = (measured["ci_low"].isna() | (measured["ci_low"] == measured["ci_high"])).to_numpy()
-    whole = pd.Series(np.isfinite(values) & (values == np.round(values)) & agreed, index=measured.index)
-    return measured.assign(exact=whole.groupby(measured["claim"]).transform("all"), metric="")
+    metrics = _claim_metrics()
+    exact = {
+        claim: bool(getattr(catalogue(metric), "exact", False)) if catalogue else False
+        for claim, metric in metrics.items()
+    }
+    return measured.assign(exact=measured["claim"].map(exact).fillna(False).astype(bool), metric="")
 
 
 def build_history(
@@ -85,7 +98,9 @@ def build_history(
         keys = points.drop_duplicates("series_id").set_index("series_id")
         for column in ("suite", "case", "implementation", "variant", "driver", "unit", "params"):
             changes[column] = changes["series_id"].map(keys[column])
-    claim_changes = series_changes(_claim_points(verdicts), key=("claim",), max_pvalue=max_pvalue)
+    claim_changes = series_changes(
+        _claim_points(verdicts, catalogue), key=("claim",), exact_column="exact", max_pvalue=max_pvalue
+    )
     if profile is not None:
         runs = runs[runs["profile"] == profile]
     commits = list(dict.fromkeys(c for c in runs["git_commit"] if c))
