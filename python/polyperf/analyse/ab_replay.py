@@ -1,0 +1,175 @@
+"""Replayed gate sessions of `polyperf ab` on banked real A/A pairs: how often the gate alarms on no change, how
+often it catches an injected one, and how long it takes. Pure: a bank and a generator in, sessions and their
+summary out (no I/O, no clocks); `ab_calibrate` reads the bank and draws the figure.
+
+A session replays `ab.run_ab`'s loop on pairs drawn from the bank: after each pair every series' interval is
+updated by ab's own sequence (`sequential.median_sequence` at the family's Bonferroni level, `sequential.decide`,
+`analyse.ab.overall`); it stops at the first pair, from `min_pairs` on, whose overall verdict is not "undecided",
+or when the drawn pairs' own measured wall time passes the budget, or at the pair limit.
+
+Pairs are drawn as a moving-block bootstrap (Künsch 1989): blocks of `block` consecutive repeats, each block
+starting at a uniformly drawn repeat, joined in the order drawn. Within a block, pairs keep their time order, so
+drift and autocorrelation of the shared machine over `block` repeats are replayed as they happened. All series of
+a repeat are drawn together, so their dependence (one process or one duet measures them all) is kept too.
+A change is injected by multiplying B of one series, drawn per session, by `factor`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+from polyperf.analyse.ab import overall
+from polyperf.analyse.sequential import SLOWER, UNDECIDED, decide, median_sequence
+
+__all__ = ["Bank", "GateRule", "Session", "draw_blocks", "replay", "run_session", "summarise"]
+
+
+@dataclass(frozen=True)
+class Bank:
+    """A/A pairs of one gate family: `a` and `b` are (repeats, series) in time order; `wall_s` is what each repeat
+    (one pair of every series) took."""
+
+    series: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    wall_s: np.ndarray
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> Bank:
+        """From the bank's rows (columns suite, series, repeat, a, b, repeat_wall_s); pairs are joined by repeat and
+        a repeat that lacks a series or holds a value that is not positive is left out whole."""
+        keyed = frame.assign(key=frame["suite"] + "/" + frame["series"].astype(str))
+        a = keyed.pivot_table(index="repeat", columns="key", values="a", aggfunc="first").sort_index()
+        b = keyed.pivot_table(index="repeat", columns="key", values="b", aggfunc="first").reindex_like(a)
+        wall = keyed.groupby("repeat")["repeat_wall_s"].first().reindex(a.index)
+        whole = a.notna().all(axis=1) & b.notna().all(axis=1) & (a > 0).all(axis=1) & (b > 0).all(axis=1)
+        whole &= wall.notna() & (wall > 0)
+        return cls(tuple(a.columns), a[whole].to_numpy(float), b[whole].to_numpy(float), wall[whole].to_numpy(float))
+
+    @property
+    def repeats(self) -> int:
+        return len(self.wall_s)
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """ab's settings for one session: the family's alpha, the band, the pair limits and the budget in seconds."""
+
+    alpha: float
+    threshold: float
+    min_pairs: int
+    max_pairs: int
+    budget_s: float
+
+
+@dataclass(frozen=True)
+class Session:
+    verdict: str  # overall: "slower", "decided", "undecided" (as `analyse.ab.overall`)
+    stopped: str  # "decided", "budget", "pair limit"
+    pairs: int
+    seconds: float
+    verdicts: tuple[str, ...]  # per series, at the stop
+    injected: int  # the series whose B was multiplied
+    factor: float
+
+    @property
+    def caught(self) -> bool:
+        """The injected series was decided slower (the gate exits 1 on it)."""
+        return self.verdicts[self.injected] == SLOWER
+
+
+def draw_blocks(repeats: int, block: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` repeat indices: blocks of `block` consecutive repeats, starts uniform over the bank, in order."""
+    if not 1 <= block <= repeats:
+        raise ValueError(f"the block length must lie in [1, {repeats}], got {block}")
+    starts = rng.integers(0, repeats - block + 1, size=math.ceil(count / block))
+    return (starts[:, None] + np.arange(block)[None, :]).ravel()[:count]
+
+
+@lru_cache(maxsize=4096)
+def _overall(verdicts: tuple[str, ...]) -> str:
+    return overall(pd.DataFrame({"verdict": list(verdicts)}))
+
+
+def run_session(bank: Bank, rows: np.ndarray, rule: GateRule, *, factor: float = 1.0, injected: int = 0) -> Session:
+    """One gate session on the bank's repeats `rows` (in that order), B of series `injected` times `factor`."""
+    wall = np.cumsum(bank.wall_s[rows])
+    # the pairs a session can reach: up to the first whose end passes the budget, and the pair limit
+    reach = min(int(np.searchsorted(wall, rule.budget_s, side="right")) + 1, rule.max_pairs, len(rows))
+    a, b = bank.a[rows[:reach]], bank.b[rows[:reach]].copy()
+    b[:, injected] *= factor
+    d = np.log(b / a)
+    level = rule.alpha / len(bank.series)
+    sequences = [median_sequence(d[:, j].tolist(), level) for j in range(d.shape[1])]
+    verdicts: tuple[str, ...] = ()
+    for n in range(1, reach + 1):
+        verdicts = tuple(decide(seq[n - 1], rule.threshold) for seq in sequences)
+        verdict = _overall(verdicts)
+        if n >= rule.min_pairs and verdict != UNDECIDED:
+            return Session(verdict, "decided", n, float(wall[n - 1]), verdicts, injected, factor)
+        if wall[n - 1] > rule.budget_s:
+            return Session(verdict, "budget", n, float(wall[n - 1]), verdicts, injected, factor)
+    return Session(_overall(verdicts), "pair limit", reach, float(wall[reach - 1]), verdicts, injected, factor)
+
+
+def replay(
+    bank: Bank,
+    rule: GateRule,
+    *,
+    factor: float,
+    sessions: int,
+    block: int,
+    rng: np.random.Generator,
+    session: Callable[..., Session] = run_session,
+) -> list[Session]:
+    """`sessions` replayed sessions; each draws its pairs and, when `factor` != 1, the series it slows."""
+    # enough pairs for the longest session the budget allows on the bank's quickest repeats
+    count = min(rule.max_pairs, math.ceil(rule.budget_s / float(bank.wall_s.min())) + 1)
+    out = []
+    for _ in range(sessions):
+        rows = draw_blocks(bank.repeats, block, count, rng)
+        injected = int(rng.integers(len(bank.series)))
+        out.append(session(bank, rows, rule, factor=factor, injected=injected))
+    return out
+
+
+def _exact(hits: int, n: int) -> tuple[float, float]:
+    ci = binomtest(hits, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def summarise(sessions: Sequence[Session]) -> dict[str, float]:
+    """Alarms (overall "slower"), catches (the injected series slower), undecided sessions, each with its exact
+    (Clopper–Pearson) two-sided 95% interval, and the pairs and minutes to the end of the session."""
+    n = len(sessions)
+    if n == 0:
+        raise ValueError("no sessions to summarise")
+    alarms = sum(s.verdict == SLOWER for s in sessions)
+    caught = sum(s.caught for s in sessions)
+    undecided = sum(s.verdict == UNDECIDED for s in sessions)
+    pairs = np.array([s.pairs for s in sessions], float)
+    minutes = np.array([s.seconds / 60 for s in sessions])
+    return {
+        "sessions": n,
+        "factor": sessions[0].factor,
+        "alarms": alarms,
+        "alarm_rate": alarms / n,
+        "alarm_low": _exact(alarms, n)[0],
+        "alarm_high": _exact(alarms, n)[1],
+        "caught": caught,
+        "caught_rate": caught / n,
+        "caught_low": _exact(caught, n)[0],
+        "caught_high": _exact(caught, n)[1],
+        "undecided": undecided,
+        "pairs_median": float(np.median(pairs)),
+        "pairs_p90": float(np.quantile(pairs, 0.9)),
+        "minutes_median": float(np.median(minutes)),
+        "minutes_p90": float(np.quantile(minutes, 0.9)),
+    }
