@@ -158,3 +158,44 @@ def test_binary_env_keeps_what_changes_a_binary_and_nothing_else() -> None:
         "RUSTFLAGS",
         "TARGET_CC",
     ]
+
+
+def test_a_second_build_in_one_target_folder_waits_and_reuses_the_first(
+    app: TmpApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two processes on one checkout: the clean build's removal of its target folder never happens under the other
+    build, which waits (saying so in one line) and then reuses the binary."""
+    import threading
+    import time
+
+    runs: list[str] = []
+    cut_short: list[str] = []
+
+    def slow_cargo(cmd: list[str], *, log_path: Path, cwd: Path, env: dict[str, str]) -> int:
+        runs.append(threading.current_thread().name)
+        target = Path(env["CARGO_TARGET_DIR"])
+        (target / "deps").mkdir(parents=True, exist_ok=True)
+        (target / "deps" / "libserde_json.rlib").write_text(threading.current_thread().name)
+        time.sleep(0.4)
+        if not (target / "deps" / "libserde_json.rlib").exists():
+            cut_short.append("the target folder was removed under this build")
+        (target / "release").mkdir(exist_ok=True)
+        (target / "release" / "tmp_app").write_text("built")
+        return 0
+
+    monkeypatch.setattr(builder.procs, "run", slow_cargo)
+    results: dict[str, object] = {}
+
+    def one(name: str) -> None:
+        results[name] = build_app(app, "release", log_dir=tmp_path)
+
+    threads = [threading.Thread(target=one, args=(f"p{i}",), name=f"p{i}") for i in range(2)]
+    threads[0].start()
+    time.sleep(0.1)
+    threads[1].start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(runs) == 1 and not cut_short
+    assert sorted(r.cached for r in results.values()) == [False, True]
+    waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting for" in line]
+    assert len(waiting) == 1 and "tmp_app:release" in waiting[0] and str(app.target_dir("release")) in waiting[0]

@@ -13,11 +13,17 @@ import pytest
 
 from polyperf.cli import main
 from polyperf.record import Row
+from polyperf.record.env_record import is_commit
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir
 from polyperf.store import StoreError, add_runs, open_store, read_run
 from polyperf.store.schema import SCHEMA_VERSION
 
 ENV = {"cpu_model": "Synthetic CPU", "cpu_count": 2, "kernel": "6.1.0", "profile": "smoke", "schema_version": 2}
+
+
+def commit_id(name: str) -> str:
+    """A commit id (40 hex characters) named after `name` (a commit id stays itself): env.json holds nothing else."""
+    return name if is_commit(name) else name.encode().hex().ljust(40, "0")
 
 
 def make_run(out: Path, run_id: str, commit: str, seconds: float = 1.0, syscalls: int = 100, **env: object) -> Path:
@@ -32,7 +38,7 @@ def make_run(out: Path, run_id: str, commit: str, seconds: float = 1.0, syscalls
         for r in range(7)
     ]
     RowWriter(run_dir).write(rows)
-    (run_dir / "env.json").write_text(json.dumps({**ENV, "git_commit": commit, **env}))
+    (run_dir / "env.json").write_text(json.dumps({**ENV, "git_commit": commit_id(commit), **env}))
     finalize_run(run_dir)
     return run_dir
 
@@ -47,7 +53,9 @@ def test_a_run_is_stored_with_its_key_points_and_interval(tmp_path: Path) -> Non
     store = open_store(tmp_path / "history.duckdb")
     assert store.add_run(read_run(run)) is True
     runs = store.runs()
-    assert runs.loc[0, "git_commit"] == "c1" and runs.loc[0, "profile"] == "smoke" and runs.loc[0, "cores"] == 2
+    assert (
+        runs.loc[0, "git_commit"] == commit_id("c1") and runs.loc[0, "profile"] == "smoke" and runs.loc[0, "cores"] == 2
+    )
     assert len(runs.loc[0, "machine"]) == 12
     points = store.points().set_index("metric")
     assert points.loc["seconds", "n"] == 7 and points.loc["seconds", "value"] == pytest.approx(1.003)
@@ -179,12 +187,12 @@ def test_postgresql_stores_once_and_concurrent_writers_both_land(pg_url: str, tm
         thread.join(60)
     assert sorted(results) == [False, True, True, True]
     assert _counts(store) == (4, 8, 56)
-    assert store.stored_commits() == {"c1", "c2", "c3", "c4"}
+    assert store.stored_commits() == {commit_id(f"c{i}") for i in range(1, 5)}
     assert store.series()["series_id"].nunique() == 2  # the series' keys are shared, never duplicated
     from polyperf.report.history import build_history
 
     history = build_history(store, since="2020-01-01")  # the same reads as on DuckDB
-    assert history.commits == ["c1", "c2", "c3", "c4"] and history.points["run_id"].nunique() == 4
+    assert history.commits == [commit_id(f"c{i}") for i in range(1, 5)] and history.points["run_id"].nunique() == 4
     assert store.machines()["runs"].tolist() == [4]
 
 

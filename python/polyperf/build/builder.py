@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from polyperf.build.lock import build_lock
 from polyperf.build.registry import App, get_app
 from polyperf.common import procs, steps
 from polyperf.common.atomic import write_text_atomic
@@ -198,8 +199,34 @@ def build_app(app: App, variant: str, *, force: bool = False, log_dir: Path | No
     fingerprint = _fingerprint(app, variant, cmd, cwd, env)
     saved = None if force else _cached(binary, stamp, fingerprint)
     if saved is not None:
-        size = binary.stat().st_size
-        return BuildResult(app.name, variant, binary, saved["seconds"], size, True, saved.get("cpu_seconds"))
+        return BuildResult(
+            app.name, variant, binary, saved["seconds"], binary.stat().st_size, True, saved.get("cpu_seconds")
+        )
+    with build_lock(_lock_target(app, variant), f"{app.name}:{variant}"):
+        # after any wait: the process that held the lock may have just built this very binary
+        saved = None if force else _cached(binary, stamp, fingerprint)
+        if saved is not None:
+            size = binary.stat().st_size
+            return BuildResult(app.name, variant, binary, saved["seconds"], size, True, saved.get("cpu_seconds"))
+        return _run_build(app, variant, cmd, cwd, env, stamp, fingerprint, log_dir)
+
+
+def _lock_target(app: App, variant: str) -> Path:
+    """The folder a build writes in: the variant's own cargo target folder, the workspace's, or Go's bin/."""
+    return app.target_dir(variant) if app.language == "rust" else app.binary(variant).parent
+
+
+def _run_build(
+    app: App,
+    variant: str,
+    cmd: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    stamp: Path,
+    fingerprint: str,
+    log_dir: Path | None,
+) -> BuildResult:
+    binary = app.binary(variant)
     _announce(app, variant, cmd, stamp)
     if app.variants[variant].own_target_dir:  # a clean build: its time is what these settings cost
         shutil.rmtree(app.target_dir(variant), ignore_errors=True)

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from polyperf.build.builder import binary_env
+from polyperf.build.lock import build_lock
 from polyperf.build.registry import get_app
 from polyperf.common import steps
 from polyperf.common.paths import REPO_ROOT, TOOLS_DIR
@@ -31,7 +33,8 @@ __all__ = ["AB_CACHE", "Revision", "RevisionError", "prepare", "resolve"]
 
 AB_CACHE = Path(os.environ.get("POLYPERF_AB_CACHE") or TOOLS_DIR / "ab")
 # what the extension is built from: its crate, and the crate of BSON paths it shares with rust_apps
-EXTENSION_SOURCES = ("rust_ext", "rust_apps/bson_paths", "rust_apps/Cargo.lock")
+# and the workspace manifest bson_paths inherits its edition, lints and profiles from
+EXTENSION_SOURCES = ("rust_ext", "rust_apps/bson_paths", "rust_apps/Cargo.lock", "rust_apps/Cargo.toml")
 # what an app is built from: its whole workspace (Cargo) or module (Go)
 APP_SOURCES = {"rust": ("rust_apps",), "go": ("go_apps",)}
 
@@ -63,7 +66,7 @@ def resolve(name: str, repo: Path = REPO_ROOT) -> str:
     if not name or name.startswith("-"):
         raise RevisionError(f"not a revision: {name!r}")
     try:
-        return _git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", repo=repo)
+        return _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}", repo=repo)
     except RevisionError:
         raise RevisionError(f"unknown revision {name!r} in {repo}") from None
 
@@ -76,27 +79,36 @@ def _worktree(commit: str, cache: Path, repo: Path) -> Iterator[Path]:
     _git("worktree", "prune", repo=repo)  # a folder removed by hand (or a killed session) leaves a stale entry
     if not (tree / ".git").exists():
         shutil.rmtree(tree, ignore_errors=True)
-        _git("worktree", "add", "--detach", "--force", str(tree), commit, repo=repo)
+        _git("worktree", "add", "--detach", "--force", "--end-of-options", str(tree), commit, repo=repo)
     try:
         yield tree
     finally:
         with contextlib.suppress(RevisionError):
-            _git("worktree", "remove", "--force", str(tree), repo=repo)
+            _git("worktree", "remove", "--force", "--end-of-options", str(tree), repo=repo)
         shutil.rmtree(tree, ignore_errors=True)
 
 
 def _toolchain(language: str) -> str:
+    """The compiler's full version and the environment that changes what it builds (RUSTFLAGS, CARGO_*, CC...),
+    as the cache key's salt: a toolchain upgrade or another flag is another build."""
     args = ["go", "version"] if language == "go" else ["rustc", "-vV"]
     try:
-        return subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
+        version = subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
     except OSError:
-        return ""  # the build itself says the tool is missing
+        version = ""  # the build itself says the tool is missing
+    return repr((version, sorted(binary_env(os.environ).items())))
 
 
 def _source_key(commit: str, repo: Path, sources: Sequence[str] = EXTENSION_SOURCES, salt: str = "") -> str:
     """The git object ids of `sources` at `commit` (and `salt`, e.g. the toolchain): equal ids, equal builds."""
-    ids = [_git("rev-parse", f"{commit}:{path}", repo=repo) for path in sources]
+    ids = [_git("rev-parse", "--verify", "--end-of-options", f"{commit}:{path}", repo=repo) for path in sources]
     return hashlib.sha256(" ".join([*ids, salt] if salt else ids).encode()).hexdigest()[:16]
+
+
+def extension_key(commit: str, repo: Path = REPO_ROOT) -> str:
+    """The extension's cache key: every source and manifest its build reads, the Rust toolchain with the flags
+    that change its output, and the Python it is built for."""
+    return _source_key(commit, repo, EXTENSION_SOURCES, f"{_toolchain('rust')} {sys.version}")
 
 
 def _run_build(cmd: list[str], *, cwd: Path | None, env: Mapping[str, str], log: Path, what: str, key: str) -> None:
@@ -168,15 +180,18 @@ def prepare(
     wanted: dict[str, Path] = {}
     if extension:
         module = f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
-        wanted["extension"] = cache / "extensions" / _source_key(commit, repo) / "polyperf" / module
+        wanted["extension"] = cache / "extensions" / extension_key(commit, repo) / "polyperf" / module
     for app_name in apps:
         app, _variant = get_app(app_name)
         key = _source_key(commit, repo, APP_SOURCES[app.language], _toolchain(app.language))
         wanted[app_name] = cache / "apps" / key / app_name
     missing = {what: path for what, path in wanted.items() if not path.exists()}
     if missing:
-        with _worktree(commit, cache, repo) as tree:
+        # one build at a time in the cache's shared cargo target folders; a waiter finds the builds done
+        with build_lock(cache / "target", f"ab builds of {commit[:12]}"), _worktree(commit, cache, repo) as tree:
             for what, path in missing.items():
+                if path.exists():  # built by the process this one waited for
+                    continue
                 if what == "extension":
                     _build_extension(tree, path, cache)
                 else:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from polyperf.cli import ab, apps, export, history, remote, runs, tools, verdicts
+from polyperf.common.redact import redact
 
 DESCRIPTION = """\
 polyperf re-measures published performance claims (buffered vs unbuffered I/O, BSON
@@ -42,7 +43,7 @@ def _one_line_warnings(fallback: Callable[..., None]) -> Callable[..., None]:
 
     def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
         if category.__module__.startswith("polyperf."):
-            print(f"polyperf: warning: {message}", file=sys.stderr)
+            print(f"polyperf: warning: {redact(str(message))}", file=sys.stderr)
         else:
             fallback(message, category, *args, **kwargs)
 
@@ -60,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.showwarning = _one_line_warnings(warnings.showwarning)
             return args.func(args)
     except (OSError, ValueError, PolyperfError) as exc:  # bad input: a file that is a folder, unreadable, invalid
-        print(f"polyperf: error: {exc}", file=sys.stderr)
+        print(f"polyperf: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("polyperf: interrupted; partial results are kept in the run directory", file=sys.stderr)
@@ -69,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("POLYPERF_TRACEBACK"):
             raise
         print(
-            f"polyperf: internal error: {type(exc).__name__}: {exc} (a bug; POLYPERF_TRACEBACK=1 shows where)",
+            f"polyperf: internal error: {type(exc).__name__}: {redact(str(exc))} (a bug; POLYPERF_TRACEBACK=1 shows "
+            "where)",
             file=sys.stderr,
         )
         return 70

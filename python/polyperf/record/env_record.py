@@ -10,44 +10,92 @@ History: v1 (polyperf 0.1) wrote the profile, the version and some machine facts
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["ENV_SCHEMA_VERSION", "RunEnv"]
+__all__ = ["COMMIT", "ENV_SCHEMA_VERSION", "BadField", "RunEnv", "is_commit"]
 
 ENV_SCHEMA_VERSION = 2
 
 
+COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # a SHA-1 object id (or SHA-256, in such a repository)
+
+
+class BadField(ValueError, TypeError):
+    """A known field of env.json holds a value of the wrong type or form; the message names the field."""
+
+
+def is_commit(value: object) -> bool:
+    """A full commit id: 40 hexadecimal characters (64 in a SHA-256 repository), nothing else."""
+    return isinstance(value, str) and COMMIT.fullmatch(value) is not None
+
+
 def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
+    if value is None:
+        return None
+    if not isinstance(value, str | int | float):
+        raise TypeError(f"expected text, found {type(value).__name__}")
+    return str(value)
+
+
+def _commit(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not is_commit(value):
+        raise ValueError(f"expected a commit id of 40 hexadecimal characters, found {str(value)[:60]!r}")
+    return str(value)
 
 
 def _int(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise TypeError(f"expected a whole number, found {value!r}")
-    return int(value)
+        raise TypeError(f"expected a whole number, found {type(value).__name__}")
+    try:
+        number = float(value) if isinstance(value, float) else int(value)
+    except ValueError:
+        raise ValueError(f"expected a whole number, found {str(value)[:60]!r}") from None
+    if isinstance(number, float) and not number.is_integer():  # also NaN and infinity
+        raise ValueError(f"expected a whole number, found {value!r}")
+    return int(number)
 
 
 def _bool(value: Any) -> bool | None:
-    return None if value is None else bool(value)
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError(f"expected true or false, found {type(value).__name__}")
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list, found {type(value).__name__}")
+    return list(value)
 
 
 def _ints(value: Any) -> tuple[int, ...] | None:
-    return None if value is None else tuple(int(v) for v in value)
+    return None if value is None else tuple(_int(v) for v in _list(value))
 
 
 def _texts(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
-    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
+    return (str(value),) if isinstance(value, str) else tuple(_text(v) for v in _list(value))
 
 
 def _seconds(value: Any) -> Mapping[str, float]:
-    return MappingProxyType({str(k): float(v) for k, v in dict(value or {}).items()})
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object of seconds, found {type(value).__name__}")
+    out = {}
+    for key, seconds in value.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise TypeError(f"{key}: expected seconds, found {type(seconds).__name__}")
+        out[str(key)] = float(seconds)
+    return MappingProxyType(out)
 
 
 @dataclass(frozen=True)
@@ -83,16 +131,23 @@ class RunEnv:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> RunEnv:
         """Any version's env.json → the current record. Raises ValueError for a newer version than this polyperf
-        knows, TypeError for a known field of the wrong type."""
+        knows or a known field of the wrong type (one line, naming the field)."""
         data = dict(raw)
-        version = int(data.get("schema_version") or 1)
+        version = _int(data.get("schema_version")) or 1
+        if version < 1:
+            raise ValueError(f"field schema_version: {version} is no version of env.json")
         if version > ENV_SCHEMA_VERSION:
             raise ValueError(f"env.json written by a newer polyperf (version {version} > {ENV_SCHEMA_VERSION})")
         while version < ENV_SCHEMA_VERSION:
             data = _UPGRADES[version](data)
             version += 1
         known = {f.name for f in fields(cls)} - {"extra"}
-        typed = {name: _CONVERT.get(name, _text)(data[name]) for name in known if name in data}
+        typed = {}
+        for name in sorted(known & data.keys()):
+            try:
+                typed[name] = _CONVERT.get(name, _text)(data[name])
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise BadField(f"field {name}: {exc}") from None
         typed["schema_version"] = ENV_SCHEMA_VERSION
         extra = MappingProxyType({k: v for k, v in data.items() if k not in known})
         return cls(**typed, extra=extra)
@@ -116,7 +171,8 @@ class RunEnv:
 # run fields a file leaves out until they are set (as env.json always did); `interrupted` is always written
 _OMITTED_WHEN_EMPTY = frozenset({"profile", "suites", "command", "seed", "suite_seconds", "notes"})
 _CONVERT: dict[str, Callable[[Any], Any]] = {
-    "schema_version": int,
+    "schema_version": _int,
+    "git_commit": _commit,
     "cpu_count": _int,
     "memory_bytes": _int,
     "seed": _int,

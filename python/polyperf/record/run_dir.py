@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,7 +21,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from polyperf.common.atomic import atomic_path
+from polyperf.common.atomic import PlantedLink, atomic_path, open_append, safe_dir
+from polyperf.common.redact import redact
+from polyperf.record.env_record import RunEnv
 from polyperf.record.lines import Read, by_kind, lines_text, read_jsonl, read_parquet, rows_held
 from polyperf.record.schema import SCHEMA_VERSION, Row, as_frame, params_key
 
@@ -82,7 +85,7 @@ class RowWriter:
         self._path = self.run_dir / JSONL
 
     def write(self, rows: Iterable[Row]) -> None:
-        with self._path.open("a", encoding="utf-8") as fh:
+        with open_append(self._path) as fh:
             for row in rows:
                 fh.write(json.dumps(self._as_record(row), sort_keys=True, default=str) + "\n")
 
@@ -142,16 +145,26 @@ def unreadable_lines(path: str | os.PathLike[str]) -> list[int]:
     return sorted(read_jsonl(jsonl).skipped) if jsonl.exists() else []
 
 
+_REFUSED: set[str] = set()  # links already refused once, said once
+
+
 def log_line(run_dir: Path, text: str) -> None:
     """Appends `text` to the run's own log (`logs/polyperf.log`) unless it is already there; never raises, as it
-    also reports failures on the way out of a run."""
+    also reports failures on the way out of a run. A link planted at the log (or its folder) is refused: one line on
+    stderr, nothing written through it."""
     path = Path(run_dir) / LOG
+    text = redact(text)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and text in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            return
-        with path.open("a", encoding="utf-8") as fh:
+        safe_dir(path.parent)
+        with open_append(path, "a+") as fh:
+            fh.seek(0)
+            if text in fh.read().splitlines():
+                return
             fh.write(text + "\n")
+    except PlantedLink as exc:
+        if str(path) not in _REFUSED:
+            _REFUSED.add(str(path))
+            print(f"polyperf: error: {exc}", file=sys.stderr)
     except OSError:
         pass
 
@@ -286,7 +299,11 @@ def load_env(path: str | os.PathLike[str] = "reports/latest") -> dict[str, Any]:
     env = merge_env(env, additions)
     env.setdefault("schema_version", 1)
     env.setdefault("interrupted", None)
-    return env
+    try:  # every known field typed at the boundary: a run folder may come from anyone
+        typed = RunEnv.from_json(env).as_json()
+    except ValueError as exc:
+        raise ValueError(f"{env_path}: {exc}") from None
+    return {**env, **{key: typed[key] for key in env if key in typed and key != "schema_version"}}
 
 
 def _additions(path: Path) -> dict[str, Any]:
@@ -304,10 +321,12 @@ def merge_env(env: Mapping[str, Any], additions: Mapping[str, Any]) -> dict[str,
     stopped the run stays the one recorded."""
     out = dict(env)
     for key, value in additions.items():
-        if key == "notes":
-            out[key] = list(dict.fromkeys([*out.get(key, []), *value]))
-        elif key == "suite_seconds":
+        if key == "notes" and isinstance(value, list) and isinstance(out.get(key, []), list):
+            out[key] = list(dict.fromkeys(str(v) for v in [*out.get(key, []), *value]))
+        elif key == "suite_seconds" and isinstance(value, dict) and isinstance(out.get(key, {}), dict):
             out[key] = {**out.get(key, {}), **value}
+        elif key in ("notes", "suite_seconds"):
+            out.setdefault(key, value)  # of the wrong type: typed (and refused) with the rest
         elif key != "interrupted" or not out.get("interrupted"):
             out[key] = value
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import matplotlib
@@ -23,10 +24,14 @@ COLORS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA
 
 @dataclass(frozen=True)
 class Figure:
-    name: str  # file stem of the PNG
+    name: str  # file stem of the PNG: made from rows' names, so kept to a plain file name in the report folder
     title: str
     caption: str
     figure: matplotlib.figure.Figure
+
+    def __post_init__(self) -> None:
+        stem = re.sub(r"[^A-Za-z0-9_.=+-]", "-", str(self.name)).lstrip(".")[:150] or "figure"
+        object.__setattr__(self, "name", stem)
 
 
 def new_axes(width: float = 7.0, height: float = 4.2) -> tuple[matplotlib.figure.Figure, Axes]:

@@ -47,13 +47,25 @@ def _machine(env: dict[str, Any]) -> str:
 
 
 def _entry(run_dir: Path, out_dir: Path) -> RunEntry:
+    """The run's entry; a run that cannot be read (a folder from anyone, of any content) is listed as unreadable,
+    with why in one line, and never hides the others."""
+    try:
+        return _read_entry(run_dir, out_dir)
+    except Exception as exc:  # whatever a run folder holds, the index of the others is written
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        return RunEntry(
+            run_dir.name, _date(run_dir), "", "", "", [], dict.fromkeys(VERDICTS, 0), 0, None, f"unreadable: {why}"
+        )
+
+
+def _read_entry(run_dir: Path, out_dir: Path) -> RunEntry:
     status = ""
     try:
         env = load_env(run_dir)
         table = load_run(run_dir)
-    except Exception as exc:  # one broken run must not hide the others
+    except (OSError, ValueError) as exc:
         env, table = {}, None
-        status = f"unreadable: {type(exc).__name__}"
+        status = f"unreadable: {(str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]}"
     suites = sorted(table["suite"].dropna().unique()) if table is not None and len(table) else []
     counts = dict.fromkeys(VERDICTS, 0)
     if suites:
@@ -70,7 +82,7 @@ def _entry(run_dir: Path, out_dir: Path) -> RunEntry:
         commit=commit + ("*" if commit and env.get("git_dirty") else ""),
         profile=str(env.get("profile") or env.get("command") or ""),
         machine=_machine(env),
-        suites=list(env.get("suites") or suites),
+        suites=[str(s) for s in env.get("suites") or suites],
         counts=counts,
         rows=0 if table is None else len(table),
         report=report.relative_to(out_dir).as_posix() if report.exists() else None,

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from polyperf.analyse.claims import evaluate
-from polyperf.common.atomic import write_text_atomic
+from polyperf.common.atomic import atomic_path, safe_dir, write_text_atomic
 from polyperf.record.lines import valid_rows
 from polyperf.record.run_dir import load_env, load_run, resolve_run
 from polyperf.report.count_figures import count_figures
@@ -55,6 +55,8 @@ class Section:
 
 def suite_figures(suite: str) -> Callable[[pd.DataFrame], list[Figure]] | None:
     """The suite's own figure maker, found by name: `polyperf.report.suites.<suite>.figures`."""
+    if not (isinstance(suite, str) and suite.isidentifier()):  # a row's name never picks a module: `a.b`, `..`
+        return None
     name = f"polyperf.report.suites.{suite}"
     if importlib.util.find_spec(name) is None:
         return None
@@ -89,7 +91,8 @@ def _sections(
             flags.append(Flag("failed", f"figures of {suite}", f"not drawn: {type(exc).__name__}: {exc}", suite))
             figures = []
         for fig in figures:
-            fig.figure.savefig(fig_dir / f"{fig.name}.png", dpi=110)
+            with atomic_path(fig_dir / f"{fig.name}.png") as tmp:  # never through a link planted in the folder
+                fig.figure.savefig(tmp, dpi=110, format="png")
             plt.close(fig.figure)
         medians = compact(
             _equal_intervals(median_table(table, suite)),
@@ -116,8 +119,7 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     run_dir = resolve_run(run)
     table = load_run(run_dir)
     env = load_env(run_dir)
-    fig_dir = run_dir / "report"
-    fig_dir.mkdir(exist_ok=True)
+    fig_dir = safe_dir(run_dir / "report")
     suites = sorted(table["suite"].dropna().unique())
     verdicts = [v for v in evaluate(table) if v.claim.suite in suites]
     claimed: dict[str, set[str]] = {}

@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 
+from polyperf.common.redact import redact
 from polyperf.report.view import Table
 
 __all__ = ["md_table", "render_template"]
@@ -39,5 +40,6 @@ _ENV.filters["md"] = _md_cell
 
 
 def render_template(name: str, **context: Any) -> str:
-    """Renders one of the package's templates (`report.html.j2`, `summary.md.j2`, `index.html.j2`)."""
-    return _ENV.get_template(name).render(**context)
+    """Renders one of the package's templates (`report.html.j2`, `summary.md.j2`, `index.html.j2`), with every
+    secret a run folder or store may carry (a DSN's password) masked."""
+    return redact(_ENV.get_template(name).render(**context))

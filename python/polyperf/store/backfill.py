@@ -19,6 +19,7 @@ from pathlib import Path
 
 from polyperf.common.paths import REPO_ROOT
 from polyperf.record.env import collect_cpu, collect_os
+from polyperf.record.env_record import is_commit
 from polyperf.store.records import StoreError, fingerprint
 
 __all__ = ["BackfillPlan", "backfill", "plan_backfill", "this_machine"]
@@ -44,8 +45,11 @@ def _git(*args: str, cwd: Path = REPO_ROOT) -> str:
 
 def plan_backfill(rev_range: str, stored_commits: set[str], *, repo: Path = REPO_ROOT) -> BackfillPlan:
     """The commits of `rev_range` (oldest first; a single revision means just that commit)."""
-    args = ["rev-list", "--reverse", rev_range] if ".." in rev_range else ["rev-list", "-n", "1", rev_range]
+    args = ["rev-list", "--reverse"] if ".." in rev_range else ["rev-list", "-n", "1"]
+    args += ["--end-of-options", rev_range]
     commits = _git(*args, cwd=repo).split()
+    if not all(is_commit(c) for c in commits):
+        raise StoreError(f"{rev_range}: git gave something other than commit ids")
     if not commits:
         raise StoreError(f"{rev_range}: no commits in this range")
     return BackfillPlan([c for c in commits if c not in stored_commits], [c for c in commits if c in stored_commits])
@@ -67,7 +71,7 @@ def run_at(commit: str, suites: Sequence[str], profile: str, out: Path, *, repo:
     """Runs `suites` at `commit` in a fresh worktree; the run folder it made under `out`, None if it made none."""
     base = Path(tempfile.mkdtemp(prefix="polyperf-backfill-"))
     worktree = base / commit[:12]
-    _git("worktree", "add", "--detach", str(worktree), commit, cwd=repo)
+    _git("worktree", "add", "--detach", "--end-of-options", str(worktree), commit, cwd=repo)
     try:
         _extension_into(worktree)
         before = set((out / "runs").glob("*")) if (out / "runs").exists() else set()
@@ -78,7 +82,7 @@ def run_at(commit: str, suites: Sequence[str], profile: str, out: Path, *, repo:
         made = sorted(set((out / "runs").glob("*")) - before)
         return made[-1] if made else None
     finally:
-        _git("worktree", "remove", "--force", str(worktree), cwd=repo)
+        _git("worktree", "remove", "--force", "--end-of-options", str(worktree), cwd=repo)
         shutil.rmtree(base, ignore_errors=True)
 
 

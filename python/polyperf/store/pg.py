@@ -6,13 +6,14 @@ an advisory lock so two first writers do not both create the tables."""
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 import psycopg
 
+from polyperf.common.redact import redact, register_secret
 from polyperf.store.records import RunRecord, StoreError
 from polyperf.store.schema import MIGRATIONS, SCHEMA_VERSION, newer_text
 from polyperf.store.sql import SqlStore, frame_for, insert_run_sql, quoted, run_row
@@ -23,15 +24,19 @@ _MIGRATION_LOCK = 0x706F6C79  # "poly": the advisory lock key the migrations hol
 _CONNECT_TIMEOUT = 10
 
 
-def redact(url: str) -> str:
-    """The URL without its password, fit for a message."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
-
-
 class PostgresStore(SqlStore):
     def __init__(self, url: str) -> None:
         self.url = url
         self._checked = False
+        register_secret(urlsplit(url).password)  # masked wherever the store's errors are said
+        if urlsplit(url).netloc.count("@") > 1:  # libpq would take what follows the first `@` for the host
+            raise StoreError(f"{redact(url)}: the password holds an `@`: write it as %40")
+        for key, value in parse_qsl(urlsplit(url).query):
+            if key in ("password", "sslpassword"):
+                register_secret(value)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact(self.url)!r})"
 
     def _fail(self, exc: Exception) -> StoreError:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -20,6 +20,7 @@ import pandas as pd
 from polyperf.analyse.stats import _median_rank
 from polyperf.common.paths import REPO_ROOT
 from polyperf.errors import PolyperfError
+from polyperf.record.env_record import is_commit
 from polyperf.record.run_dir import UnreadableLines, load_env, load_run, resolve_run
 from polyperf.record.schema import series_params_key
 
@@ -78,7 +79,7 @@ def series_id(key: tuple) -> int:
 
 def _commit_time(commit: str | None) -> int | None:
     """The commit's committer time (seconds since the epoch), which orders runs of a history; None off git."""
-    text = _git("show", "-s", "--format=%ct", commit) if commit else None
+    text = _git("show", "-s", "--format=%ct", "--end-of-options", commit) if is_commit(commit) else None
     return int(text) if text and text.isdigit() else None
 
 
@@ -95,8 +96,8 @@ def _branch(env: dict[str, Any]) -> str | None:
     it ends); unknown for an old run added later at another commit."""
     if env.get("git_branch"):
         return str(env["git_branch"])
-    if env.get("git_commit") and _git("rev-parse", "HEAD") == env["git_commit"]:
-        branch = _git("rev-parse", "--abbrev-ref", "HEAD")
+    if env.get("git_commit") and _git("rev-parse", "--verify", "HEAD") == env["git_commit"]:
+        branch = _git("rev-parse", "--abbrev-ref", "--verify", "HEAD")
         return None if branch == "HEAD" else branch
     return None
 
@@ -166,6 +167,8 @@ def read_run(path: str | Path) -> RunRecord:
         env = load_env(run_dir)
     except (OSError, ValueError) as exc:
         raise StoreError(f"{run_dir}: env.json cannot be read ({exc}); not stored") from None
+    if env.get("git_commit") is not None and not is_commit(env.get("git_commit")):
+        raise StoreError(f"{run_dir}: env.json's git_commit is no commit id (40 hexadecimal characters); not stored")
     if env.get("interrupted"):
         raise StoreError(f"{run_dir}: the run was interrupted ({env['interrupted']}); not stored")
     if not (run_dir / "results.parquet").exists():
