@@ -4,12 +4,13 @@ the change and its interval come from one estimator."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from polyperf.analyse.compare import compare
+from polyperf.analyse.compare import compare, to_markdown
 from polyperf.analyse.gate import holm
 from polyperf.cli import main
 from polyperf.record.run_dir import RowWriter, new_run_dir
@@ -45,7 +46,7 @@ def test_timings_are_not_gated_unless_asked_and_then_the_drift_is_named(tmp_path
     assert _gate(capsys, a, b, "--fail-on-regression", "10")[0] == 0
     code, _, err = _gate(capsys, a, b, "--fail-on-regression", "10", "--gate-timings")
     assert code == 1
-    assert "drift between runs" in err and "polyperf ab" in err and "regression of" in err
+    assert "drift between runs" in err and "polyperf ab" in err and "regressed beyond 10%" in err
 
 
 def test_one_syscall_more_fails_the_default_gate(tmp_path, capsys):
@@ -171,3 +172,86 @@ def test_two_runs_of_one_commit_pass_the_count_gate():
     b2 = b.copy()
     b2.loc[b2["metric"] == "allocations_per_request", "value"] = 22.9
     assert gate(compare(a, b2), 0.0).failed
+
+
+def _two_peaked(tmp_path) -> tuple[str, str]:
+    """Each side 20 repeats with two peaks: A 9 near 1.00 and 11 near 1.30, B 11 near 1.28 and 9 near 1.60. The
+    medians say faster (1.28 < 1.30); nearly every B repeat is slower than the A repeat it would be matched with."""
+    rng = np.random.default_rng(31)
+    sides = {"a": [1.00] * 9 + [1.30] * 11, "b": [1.28] * 11 + [1.60] * 9}
+    a, b = (_timed_run(tmp_path, name, np.array(c) * np.exp(rng.normal(0, 0.003, 20))) for name, c in sides.items())
+    return a, b
+
+
+def _timed_run(tmp_path, name: str, values) -> str:
+    run_dir = new_run_dir(tmp_path / name)
+    RowWriter(run_dir).write(
+        [Row("io_buffering", "parse", "rust", "buffered", "seconds", float(v), "s", r) for r, v in enumerate(values)]
+    )
+    return str(run_dir)
+
+
+def test_the_label_comes_from_the_change_it_prints_on_two_peaked_data(tmp_path, capsys):
+    a, b = _two_peaked(tmp_path)
+    from polyperf.record import load_run
+
+    row = compare(load_run(a), load_run(b)).iloc[0]
+    assert row.change_low > 0.20 and row.label == "regressed", row  # Hodges-Lehmann +24%: slower, never "improved"
+    code, _, err = _gate(capsys, a, b, "--fail-on-regression", "10", "--gate-timings")
+    assert code == 1 and "parse" in err
+
+
+def test_regressed_beyond_t_needs_the_whole_interval_above_t(tmp_path, capsys):
+    """A clear slowdown whose point passes T while its interval reaches below T is not "beyond T"."""
+    rng = np.random.default_rng(4)
+    runs = [_timed_run(tmp_path, n, 0.01 * f * np.exp(rng.normal(0, 0.03, 12))) for n, f in (("a", 1), ("b", 1.12))]
+    from polyperf.record import load_run
+
+    row = compare(load_run(runs[0]), load_run(runs[1])).iloc[0]
+    assert row.label == "regressed" and row.change_low < 0.10 < row.change, row
+    code, out, _ = _gate(capsys, *runs, "--fail-on-regression", "10", "--gate-timings")
+    assert code == 0 and "no regression beyond 10%" in out
+    assert _gate(capsys, *runs, "--fail-on-regression", f"{row.change_low * 100 - 0.5:.2f}", "--gate-timings")[0] == 1
+
+
+def _server_rows(run: str, targets: list[str], *, cases: tuple[str, ...] = ("fixed_rate", "driver_ceiling")) -> list:
+    rows = []
+    for case in cases:
+        for target in targets if case == "driver_ceiling" else ["axum", "gnet"]:
+            for repeat in range(6):
+                rows.append(dict(run_id=run, suite="http_frameworks", case=case, implementation=target, variant="",
+                                 driver="oha", metric="rps", value=1000.0 + repeat, unit="1/s", repeat=repeat,
+                                 client_bound=False, params={}))  # fmt: skip
+    return rows
+
+
+def test_a_series_the_run_chose_does_not_fail_the_gate_and_a_failed_case_is_named():
+    """driver_ceiling measures the target a calibration found fastest: axum in A, gnet in B. B measured the case,
+    on another series: not produced by chance, not gated. A case whose test failed in B is named as failed."""
+    from polyperf.analyse.gate import attribute_missing, gate
+
+    table = compare(as_frame(_server_rows("A", ["axum"])), as_frame(_server_rows("B", ["gnet"])))
+    assert (table["label"] == "only in A").sum() == 1 and gate(table, 0.0).failed  # the old answer: fails closed
+    table = attribute_missing(table, [])
+    row = table[table["label"] == "not produced in B"]
+    assert len(row) == 1 and row["implementation"].item() == "axum" and "other series" in row["missing_why"].item()
+    result = gate(table, 0.0)
+    assert not result.failed and "1 series of A not produced in B" in result.reason
+
+    b = as_frame(_server_rows("B", ["axum"], cases=("driver_ceiling",)))  # fixed_rate cut short by a failed test
+    failed = [("http_frameworks", "suites/test_http_frameworks.py::test_fixed_rate")]
+    table = attribute_missing(compare(as_frame(_server_rows("A", ["axum"])), b), failed)
+    assert set(table.loc[table["case"] == "fixed_rate", "label"]) == {"failed in B"}
+    result = gate(table, 0.0)
+    assert result.failed and "B lacks 2 series of failed cases" in result.reason and "test_fixed_rate" in result.reason
+    assert "failed in B" in to_markdown(table)
+
+
+def test_a_b_that_ran_another_profile_says_so(tmp_path, capsys):
+    a, b = _run(tmp_path, "a"), _run(tmp_path, "b", suite="bson")
+    from polyperf.record.env import write_env
+
+    write_env(Path(a), profile="quick")
+    write_env(Path(b), profile="smoke")
+    code, _, err = _gate(capsys, a, b, "--fail-on-regression", "0")
+    assert code == 1 and "A ran profile quick, B smoke" in err and len(err.strip().splitlines()) == 1

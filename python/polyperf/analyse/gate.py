@@ -10,6 +10,13 @@ and `polyperf ab` (both revisions interleaved in one session) is the gate for ti
 
 Timed series are one family: their U-test p-values are adjusted by Holm's step-down method, which keeps the chance
 of any false "changed" among them at or below alpha (family-wise), without assuming independence between series.
+
+A series of A that B lacks is one of three things (`attribute_missing`), and only the first and the last fail the gate:
+- "failed in B": a test of its suite failed or errored in B (pytest's summary), and the test names its case or B has
+  no row of the case at all: the case was cut short;
+- "not produced in B": B measured the same case and metric on other series (a target picked by a calibration, a load
+  generator installed on one machine only): which series such a case yields depends on the run, not the code;
+- "only in A": B did not measure the case at all and no test failed (another suite or another profile): fails closed.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ import pandas as pd
 
 __all__ = [
     "DRIFT_NOTE",
+    "FAILED_IN_B",
     "FAMILY_NOTE",
+    "NOT_PRODUCED",
     "GateResult",
     "check_settings",
     "gate",
@@ -36,6 +45,30 @@ DRIFT_NOTE = (
     "controlled, and a shift of 2% between runs fails a 5% gate on most unchanged builds; for timings use "
     "`polyperf ab BASE HEAD`, which measures both revisions interleaved in one session"
 )
+
+
+FAILED_IN_B, NOT_PRODUCED = "failed in B", "not produced in B"
+
+
+def attribute_missing(table: pd.DataFrame, failed: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+    """`table` (from `compare`) with each "only in A" series relabelled "failed in B" or "not produced in B" (see the
+    module's comment) and a `missing_why` column saying why in words. `failed`: B's failed tests as (suite, test id)."""
+    out = table.copy()
+    out["missing_why"] = ""
+    in_b = table[table["n_b"] > 0]
+    cases_b = set(zip(in_b["suite"], in_b["case"], strict=True))
+    metrics_b = set(zip(in_b["suite"], in_b["case"], in_b["metric"], strict=True))
+    for i in out.index[out["label"] == "only in A"]:
+        suite, case, metric = out.at[i, "suite"], out.at[i, "case"], out.at[i, "metric"]
+        tests = [test for s, test in failed if s == suite]
+        naming = [test for test in tests if case and case in test]
+        if naming or (tests and (suite, case) not in cases_b):
+            out.at[i, "label"] = FAILED_IN_B
+            out.at[i, "missing_why"] = f"{', '.join((naming or tests)[:2])} failed in B"
+        elif (suite, case, metric) in metrics_b:
+            out.at[i, "label"] = NOT_PRODUCED
+            out.at[i, "missing_why"] = f"B measured {case} {metric} on other series (chosen by the run), not this one"
+    return out
 
 
 def check_settings(alpha: float, threshold_pct: float | None) -> None:
@@ -70,14 +103,22 @@ class GateResult:
 
 
 def _worst(gated: pd.DataFrame) -> tuple[float, str]:
+    """The largest regression the gated rows show beyond doubt, as a fraction, and where: for a timed series the
+    end of its 95% interval nearest to no change (a slowdown of +12% [+6%, +19%] counts 6%), so that "regressed
+    beyond T" means the whole interval lies beyond T, a one-sided test of "at most T"; for an exact count, which
+    has no sampling error, the change itself."""
     regressed = gated[gated["label"] == "regressed"]
     if regressed.empty:
         return 0.0, ""
     sign = regressed["better"].map({"lower": 1.0, "higher": -1.0})
-    worse = regressed["change"].fillna(math.inf) * sign
+    near = regressed["change_low"].where(sign > 0, regressed["change_high"])
+    worse = near.fillna(regressed["change"]).fillna(math.inf) * sign
     at = worse.idxmax()
     row = regressed.loc[at]
-    return float(max(0.0, worse.max())), f"{row['suite']}/{row['case']} {row['metric']}"
+    where = f"{row['suite']}/{row['case']} {row['metric']}"
+    if math.isfinite(row["change_low"]):
+        where += f" (change {row['change']:+.1%}, interval [{row['change_low']:+.1%}, {row['change_high']:+.1%}])"
+    return float(max(0.0, worse.max())), where
 
 
 def gate(table: pd.DataFrame, threshold_pct: float, *, gate_timings: bool = False) -> GateResult:
@@ -89,17 +130,22 @@ def gate(table: pd.DataFrame, threshold_pct: float, *, gate_timings: bool = Fals
         return GateResult(True, "A holds no series to compare against: the gate fails closed", 2)
     # A series only in A has no label of its own: it counts when the gate would judge its metric (a diagnostic, or a
     # syscall seen by name in one run only, is reported, never gated)
-    only_a = table["label"] == "only in A"
-    missing = table[only_a & table["gateable"].astype(bool)]
-    if not missing.empty:
-        first = missing.iloc[0]
-        example = f"{first['suite']}/{first['case']} {first['metric']}"
-        return GateResult(True, f"B lacks {len(missing)} of A's series (e.g. {example}): the gate fails closed", 1)
+    gateable = table["gateable"].astype(bool)
+    for label, what in ((FAILED_IN_B, "{} series of failed cases"), ("only in A", "{} of A's series")):
+        missing = table[(table["label"] == label) & gateable]
+        if not missing.empty:
+            first = missing.iloc[0]
+            example = f"{first['suite']}/{first['case']} {first['metric']}"
+            why = f": {first['missing_why']}" if first.get("missing_why") else ""
+            lacks = what.format(len(missing))
+            return GateResult(True, f"B lacks {lacks} (e.g. {example}{why}): the gate fails closed", 1)
     eligible = table["gated"].astype(bool)
     if gate_timings:
         eligible |= table["timed"].astype(bool) & table["gateable"].astype(bool)
     worst, where = _worst(table[eligible & ~table["client_bound"].astype(bool)])
     if worst * 100 > threshold_pct:
-        return GateResult(True, f"a significant regression of {worst:.1%} in {where} exceeds {threshold_pct:g}%", 1)
+        return GateResult(True, f"regressed beyond {threshold_pct:g}%: at least {worst:.1%} in {where}", 1)
     what = "exact counts and timings" if gate_timings else "exact counts"
-    return GateResult(False, f"no regression beyond {threshold_pct:g}% in the gated series ({what})")
+    chance = int(((table["label"] == NOT_PRODUCED) & gateable).sum())
+    also = f"; {chance} series of A not produced in B by this run's choices, not gated" if chance else ""
+    return GateResult(False, f"no regression beyond {threshold_pct:g}% in the gated series ({what}){also}")

@@ -44,6 +44,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         suites_dir=args.suites_dir,
         pytest_args=[*_load_options(args), *(args.pytest_args or ())],
         report=not args.no_report,
+        benchmark_table=args.benchmark_table,
     )
     print(f"\nrun directory: {outcome.run_dir}")
     if outcome.report:
@@ -79,9 +80,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes
-    from polyperf.analyse.gate import DRIFT_NOTE, FAMILY_NOTE, check_settings, gate
+    from polyperf.analyse.gate import DRIFT_NOTE, FAMILY_NOTE, attribute_missing, check_settings, gate
     from polyperf.record import load_run, resolve_run
     from polyperf.record.lines import valid_rows
+    from polyperf.report.flags import failed_tests
 
     try:
         check_settings(args.alpha, args.fail_on_regression)
@@ -91,6 +93,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     run_a, run_b = resolve_run(args.run_a), resolve_run(args.run_b)
     frame_a, frame_b = load_run(run_a), load_run(run_b)
     table = compare(valid_rows(frame_a), valid_rows(frame_b), alpha=args.alpha)  # a NaN row has no value to compare
+    failed_b = [(flag.suite, flag.subject) for flag in failed_tests(run_b)]
+    table = attribute_missing(table, failed_b)  # why B lacks a series of A: a failed test, or the run's own choice
     print(
         f"polyperf compare: A = {run_a.name}, B = {run_b.name} (change = Hodges-Lehmann ratio B/A - 1 with its 95% "
         f"interval; Mann-Whitney U at alpha {args.alpha}, {FAMILY_NOTE})\n"
@@ -113,19 +117,39 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     result = gate(table, threshold, gate_timings=args.gate_timings)
     if result.failed:
         runs = f" (A = {run_a}, B = {run_b})" if result.exit_code == 2 else ""  # no data: say which folders
-        print(f"polyperf compare: {result.reason}{runs}", file=sys.stderr)
+        print(f"polyperf compare: {result.reason}{runs}{_profiles_differ(run_a, run_b)}", file=sys.stderr)
         return result.exit_code
     if args.fail_on_regression is not None:
         print(f"polyperf compare: {result.reason}")
     return 0
 
 
+def _profiles_differ(run_a: Path, run_b: Path) -> str:
+    """ "; A ran profile quick, B smoke" when the two runs' env.json name different profiles, else ""."""
+    from polyperf.record.run_dir import load_env
+
+    profiles = []
+    for run in (run_a, run_b):
+        try:
+            profiles.append(load_env(run).get("profile"))
+        except (OSError, ValueError):
+            return ""
+    if profiles[0] == profiles[1] or None in profiles:
+        return ""
+    return f"; A ran profile {profiles[0]}, B {profiles[1]}: the profiles measure different series"
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run suites (all by default), write the run directory and the report",
-        description="Run suites through pytest into OUT/runs/<run-id>/, point OUT/latest at "
-        "it, write report.html and summary.md, print their paths.",
+        description="Run suites through pytest into OUT/runs/<run-id>/, point OUT/latest at it, and answer each "
+        "published claim. The suites that need no server run first (io_buffering, bson, scheduler), then the "
+        "server suites; after each suite the report, the summary and this terminal show the claims decided so far "
+        "(one line each: the verdict, its headline against the published figure, the measured value with its 95% "
+        "interval and n), and at the end every claim, the counts by outcome and what was not measured and why. "
+        "pytest's output is echoed and kept in RUN/logs/pytest.log; RUN/logs/polyperf.log says where every other "
+        "log is.",
     )
     p.add_argument(
         "suites",
@@ -141,7 +165,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
-    p.add_argument("--no-report", action="store_true", help="skip writing the report")
+    p.add_argument("--no-report", action="store_true", help="skip writing the report (and the answers)")
+    p.add_argument(
+        "--benchmark-table",
+        action="store_true",
+        help="also show pytest-benchmark's table of raw timings on screen (it is always in logs/pytest.log)",
+    )
     load = p.add_argument_group("load suites (servers and load generators pinned apart)")
     load.add_argument(
         "--server-cpus", default=None, help="CPUs the servers run on, e.g. 0 or 0-1 (default: first half)"
@@ -203,8 +232,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "in either run is marked and never gated. Then the claims whose verdict changed. Writes a figure. "
         "The gate (--fail-on-regression) fails on exact counts only, unless --gate-timings: two runs taken at "
         "different times differ by more than the changes a gate looks for, which no test inside the runs can see; "
-        "for timings use `polyperf ab`. It fails closed: B with no series exits 2, B lacking any of A's series "
-        "exits 1.",
+        "for timings use `polyperf ab`. A timed series regressed beyond PCT only when its whole interval lies "
+        "beyond PCT. It fails closed: B with no series exits 2; B lacking a series of A exits 1, named 'failed in "
+        "B' when a test of its suite failed in B; a series B measured on other series of the same case (a target "
+        "picked by calibration, a generator not installed) is 'not produced in B' and not gated.",
     )
     p.add_argument("run_a", metavar="RUN_A", help="the baseline run directory (or an output dir: its latest)")
     p.add_argument("run_b", metavar="RUN_B", help="the run to judge")
