@@ -4,6 +4,7 @@ installed, in a headless browser as the run report is."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -62,7 +63,14 @@ def history_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_history_finds_the_steps_between_the_right_commits(history_out: Path, capsys) -> None:
     store = str(history_out / "history.duckdb")
     assert main(["history", "--store", store, "--out", str(history_out), "--json"]) == 0
-    changes = json.loads(capsys.readouterr().out)
+    printed = json.loads(capsys.readouterr().out)
+    changes = printed["changes"]
+    assert all(c["state"] == "confirmed" for c in changes)
+    # one commit that moved the parse time and the claims built on it: one group listing them all
+    [group] = [g for g in printed["groups"] if g["commit_after"] == f"{STEP_AT:02d}" * 20]
+    names = {s["name"] for s in group["series"]}
+    assert group["count"] == len(names) >= 2 and "claim io.unbuffered_parse_slowdown" in names
+    assert any(n.startswith("io_buffering/parse/serde_json/unbuffered") for n in names)
     seconds = [c for c in changes if c.get("metric") == "seconds" and c.get("variant") == "unbuffered"]
     assert len(seconds) == 1 and seconds[0]["commit_after"] == f"{STEP_AT:02d}" * 20
     assert seconds[0]["change_low"] < 0.3 < seconds[0]["change_high"] and seconds[0]["p_value"] < 0.001
@@ -86,6 +94,36 @@ def test_fail_on_regression_gates_on_the_newest_commits_only(history_out: Path, 
     assert "1 regression at the newest 5 commits" in capsys.readouterr().err
     assert main(["history", *store, "--fail-on-regression", "--newest", "3"]) == 0
     assert changepoints.label(0.1, "lower") == "regression"
+
+
+def test_the_gate_fails_on_confirmed_regressions_and_counts_pending_ones(
+    history_out: Path, monkeypatch, capsys
+) -> None:
+    import pandas as pd
+
+    from polyperf.report import history as history_mod
+
+    real = history_mod.build_history
+
+    def with_a_pending_regression(*args, **kwargs):
+        built = real(*args, **kwargs)
+        newest = built.changes.iloc[[0]].assign(
+            commit_before=built.commits[-3], commit_after=built.commits[-2], label="regression", state="pending"
+        )
+        return dataclasses.replace(built, changes=pd.concat([built.changes, newest], ignore_index=True))
+
+    monkeypatch.setattr(history_mod, "build_history", with_a_pending_regression)
+    store = ["--store", str(history_out / "history.duckdb"), "--no-html", "--fail-on-regression", "--newest", "3"]
+    assert main(["history", *store]) == 0
+    assert "1 pending (not yet confirmed, not gated: --include-pending gates them)" in capsys.readouterr().err
+    assert main(["history", *store, "--include-pending"]) == 1
+    assert "1 regression at the newest 3 commits" in capsys.readouterr().err
+
+
+def test_history_refuses_a_newest_below_one(history_out: Path, capsys) -> None:
+    store = ["--store", str(history_out / "history.duckdb"), "--no-html"]
+    assert main(["history", *store, "--fail-on-regression", "--newest", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "polyperf: --newest must be at least 1 (got 0)"
 
 
 def test_load_history_is_a_tidy_frame(history_out: Path) -> None:

@@ -12,13 +12,15 @@ commits at 3% noise is flagged in about 90% of trials.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.stats import kendalltau, theilslopes
 
-__all__ = ["CREEP_COMMITS", "CREEP_PVALUE", "MIN_DRIFT", "Creep", "find_creep"]
+__all__ = ["CREEP_COMMITS", "CREEP_PVALUE", "MIN_DRIFT", "Creep", "find_creep", "series_creep"]
 
 CREEP_COMMITS = 30  # the newest commits the trend test looks at
 CREEP_PVALUE = 0.005
@@ -64,3 +66,52 @@ def find_creep(
     if abs(drift) < min_drift:
         return None
     return Creep(start, data.size, math.expm1(slope), math.expm1(low), math.expm1(high), drift, p_value)
+
+
+def series_creep(
+    points: pd.DataFrame,
+    changes: pd.DataFrame,
+    *,
+    key: Sequence[str] = ("series_id",),
+    metric_info: Callable[[str], Any] | None = None,
+    commits: int = CREEP_COMMITS,
+) -> pd.DataFrame:
+    """The creep of every measured series in `points` (columns: `key`, `value`, `git_commit`, optionally `metric`;
+    rows in commit order within a series), counted after its newest confirmed change in `changes`. Exact counts are
+    left out: any difference of theirs is already a change."""
+    from polyperf.analyse.changepoints import better_of, label
+
+    after: dict[tuple, int] = {}
+    if not changes.empty:
+        confirmed = changes[changes["state"] == "confirmed"] if "state" in changes else changes
+        for row in confirmed.itertuples(index=False):
+            ident = tuple(getattr(row, k) for k in key)
+            after[ident] = max(after.get(ident, 0), int(row.index))
+    records = []
+    for ident, group in points.groupby(list(key), sort=False):
+        ident = ident if isinstance(ident, tuple) else (ident,)
+        metric = str(group["metric"].iloc[0]) if "metric" in group else ""
+        info = metric_info(metric) if metric_info is not None and metric else None
+        if getattr(info, "exact", False):
+            continue
+        values = group["value"].to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        found = find_creep(values, commits=commits, after=after.get(ident, 0))
+        if found is None:
+            continue
+        commits_of = group["git_commit"].to_numpy(dtype=object)[np.isfinite(group["value"].to_numpy(dtype=float))]
+        better = better_of(metric, metric_info)
+        records.append(
+            {
+                **dict(zip(key, ident, strict=True)),
+                "metric": metric,
+                "commit_first": commits_of[found.start],
+                "commit_last": commits_of[found.stop - 1],
+                "points": found.stop - found.start,
+                "better": better,
+                "label": label(found.drift, better),
+                **asdict(found),
+            }
+        )
+    columns = [*key, "metric", "commit_first", "commit_last", "points", "better", "label", *Creep.__dataclass_fields__]
+    return pd.DataFrame.from_records(records, columns=columns)

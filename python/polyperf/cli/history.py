@@ -32,16 +32,9 @@ def _pct(value: float) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:+.1%}"
 
 
-def _series_name(row: pd.Series) -> str:
-    if "claim" in row and isinstance(row.get("claim"), str):
-        return f"claim {row['claim']}"
-    parts = [row["suite"], row["case"], row["implementation"], row["variant"], row["driver"], row["metric"]]
-    params = "" if row.get("params") in (None, "{}") else f" {row['params']}"
-    return "/".join(str(p) for p in parts if p) + params
-
-
 def _change_line(row: pd.Series) -> str:
     from polyperf.analyse.changepoints import p_text  # imported on use: `polyperf --help` loads no Otava
+    from polyperf.report.history import series_name
 
     interval = (
         f" [{_pct(row['change_low'])}, {_pct(row['change_high'])}]"
@@ -49,8 +42,10 @@ def _change_line(row: pd.Series) -> str:
         else ""
     )
     significance = "exact count" if row["exact"] else p_text(row["p_value"])
+    if row.get("state") == "pending":
+        significance += f"; pending: {row['points_after']} point{'s' if row['points_after'] != 1 else ''} after it"
     return (
-        f"{row['label']:<11} {_series_name(row)}: {_pct(row['change'])}{interval} ({significance}), between "
+        f"{row['label']:<11} {series_name(row)}: {_pct(row['change'])}{interval} ({significance}), between "
         f"{str(row['commit_before'])[:12]} and {str(row['commit_after'])[:12]}"
     )
 
@@ -65,41 +60,92 @@ def _cmd_store_add(args: argparse.Namespace) -> int:
     return 0 if all(not o.startswith("not stored") for _, o in outcomes) else 2
 
 
+def _creep_line(row: pd.Series) -> str:
+    from polyperf.report.history import series_name
+
+    return (
+        f"creep       {series_name(row)}: {_pct(row['slope'])} per commit [{_pct(row['slope_low'])}, "
+        f"{_pct(row['slope_high'])}], {_pct(row['drift'])} over {row['points']} commits "
+        f"(Mann-Kendall p = {row['p_value']:.1g}, {row['label']}), {str(row['commit_first'])[:12]} to "
+        f"{str(row['commit_last'])[:12]}"
+    )
+
+
+def _json(history: object, changes: pd.DataFrame, groups: list[dict]) -> str:
+    import json
+
+    def records(frame: pd.DataFrame) -> list[dict]:
+        return json.loads(frame.to_json(orient="records")) if not frame.empty else []
+
+    return json.dumps(
+        {
+            "machine": history.machine,  # type: ignore[attr-defined]
+            "changes": records(changes),
+            "groups": groups,
+            "creep": records(history.creep),  # type: ignore[attr-defined]
+        },
+        indent=1,
+        default=str,
+    )
+
+
 def _cmd_history(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from polyperf.report.history import build_history, gate
+    from polyperf.report.history import build_history, gate, group_changes, pending_at, series_name
     from polyperf.store import open_store
 
+    if args.newest < 1:
+        print(f"polyperf: --newest must be at least 1 (got {args.newest})", file=sys.stderr)
+        return 2
     store = open_store(args.store, out=args.out)
     history = build_history(store, machine=args.machine, suite=args.suite, since=args.since, profile=args.profile)
     changes = pd.concat([f for f in (history.changes, history.claim_changes) if not f.empty] or [pd.DataFrame()])
+    groups = group_changes(changes, series_name)
     if args.json:
-        print(changes.to_json(orient="records", indent=1))
+        print(_json(history, changes, groups))
     else:
         runs, commits = history.points["run_id"].nunique(), len(history.commits)
         claims = history.verdicts["claim"].nunique()
+        pending = int((changes["state"] == "pending").sum()) if "state" in changes else 0
+        shared = [g for g in groups if g["count"] > 1]
         print(
             f"machine {history.machine}: {_count(runs, 'run')} over {_count(commits, 'commit')}, "
             f"{history.points['series_id'].nunique()} series, {_count(claims, 'claim')}; "
-            f"{_count(len(changes), 'change')}"
+            f"{_count(len(changes), 'change')} ({pending} pending), {_count(len(history.creep), 'creeping series')}"
         )
         for _, row in changes.iterrows():
             print("  " + _change_line(row))
+        for group in shared:
+            print(
+                f"  {group['count']} series changed between {str(group['commit_before'])[:12]} and "
+                f"{str(group['commit_after'])[:12]} ({group['regressions']} regressed, {group['improvements']} "
+                f"improved, {group['state']})"
+            )
+        for _, row in history.creep.iterrows():
+            print("  " + _creep_line(row))
     if not args.no_html:
         from polyperf.report.history_page import write_history_page
 
         page = write_history_page(history, Path(args.html or Path(args.out) / "history.html"))
         print(f"history page: {page}", file=sys.stderr if args.json else sys.stdout)
     if args.fail_on_regression:
-        failing = gate(history, args.newest)
+        failing = gate(history, args.newest, include_pending=args.include_pending)
+        waiting = pending_at(history, args.newest)
+        note = (
+            ""
+            if args.include_pending or waiting.empty
+            else f"; {len(waiting)} pending (not yet confirmed, not gated: --include-pending gates them)"
+        )
         if not failing.empty:
             print(
                 f"polyperf: {len(failing)} regression{'s' if len(failing) > 1 else ''} at the newest "
-                f"{args.newest} commits",
+                f"{args.newest} commits{note}",
                 file=sys.stderr,
             )
             return 1
+        if note:
+            print(f"polyperf: no confirmed regression at the newest {args.newest} commits{note}", file=sys.stderr)
     return 0
 
 
@@ -152,7 +198,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     hist.add_argument("--machine", default=None, help="machine fingerprint (default: the newest run's)")
     hist.add_argument("--profile", default=None, help="only runs of this profile")
     hist.add_argument("--since", default=None, help="only commits made since this date (YYYY-MM-DD)")
-    hist.add_argument("--json", action="store_true", help="print the changes as JSON records")
+    hist.add_argument(
+        "--json", action="store_true", help="print the changes, their groups by commit and the creep as JSON"
+    )
     hist.add_argument("--html", default=None, metavar="PATH", help="where to write the page (<out>/history.html)")
     hist.add_argument("--no-html", action="store_true", help="do not write the history page")
     hist.add_argument(
@@ -160,6 +208,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     hist.add_argument(
         "--newest", type=int, default=5, metavar="N", help="what --fail-on-regression counts as newest (default 5)"
+    )
+    hist.add_argument(
+        "--include-pending",
+        action="store_true",
+        help="--fail-on-regression also fails on pending changes (fewer than 5 points after them, not yet confirmed)",
     )
     hist.set_defaults(func=_cmd_history)
     hist_sub = hist.add_subparsers(dest="history_command", required=False, metavar="[backfill]")

@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from polyperf.analyse.changepoints import MAX_PVALUE, series_changes
+from polyperf.analyse.creep import series_creep
 from polyperf.store import Store, StoreError, open_store
 
-__all__ = ["History", "build_history", "gate", "load_history", "metric_catalogue"]
+__all__ = [
+    "History",
+    "build_history",
+    "gate",
+    "group_changes",
+    "load_history",
+    "metric_catalogue",
+    "pending_at",
+    "series_name",
+]
 
 
 def metric_catalogue() -> Callable[[str], Any] | None:
@@ -34,6 +44,7 @@ class History:
     changes: pd.DataFrame  # series_changes over `points`, with the series' key
     claim_changes: pd.DataFrame  # series_changes over the claims' measured values
     commits: list[str]  # every commit of the history, oldest first
+    creep: pd.DataFrame = field(default_factory=pd.DataFrame)  # series_creep: slow drift at the newest commits
 
     def newest(self, count: int) -> set[str]:
         return set(self.commits[-count:]) if count > 0 else set()
@@ -104,19 +115,72 @@ def build_history(
     if profile is not None:
         runs = runs[runs["profile"] == profile]
     commits = list(dict.fromkeys(c for c in runs["git_commit"] if c))
-    return History(machine, points, verdicts, changes, claim_changes, commits)
+    creep = series_creep(points, changes, metric_info=catalogue)
+    if not creep.empty:
+        keys = points.drop_duplicates("series_id").set_index("series_id")
+        for column in ("suite", "case", "implementation", "variant", "driver", "unit", "params"):
+            creep[column] = creep["series_id"].map(keys[column])
+    return History(machine, points, verdicts, changes, claim_changes, commits, creep)
 
 
-def gate(history: History, newest: int) -> pd.DataFrame:
-    """The regressions (of series and claims) whose first commit after the change is among the newest `newest`
-    commits, on metrics the catalogue lets a gate fail on: what `--fail-on-regression` fails on."""
-    recent = history.newest(newest)
+def series_name(row: pd.Series) -> str:
+    """`claim ID`, or suite/case/implementation/variant/driver/metric and the params."""
+    if "claim" in row and isinstance(row.get("claim"), str):
+        return f"claim {row['claim']}"
+    parts = [row.get(c) for c in ("suite", "case", "implementation", "variant", "driver", "metric")]
+    params = "" if row.get("params") in (None, "{}") else f" {row['params']}"
+    return "/".join(str(p) for p in parts if isinstance(p, str) and p) + params
+
+
+def _all_changes(history: History) -> pd.DataFrame:
     frames = [f for f in (history.changes, history.claim_changes) if not f.empty]
-    if not frames:
-        return pd.DataFrame()
-    both = pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def group_changes(changes: pd.DataFrame, name: Callable[[pd.Series], str]) -> list[dict[str, Any]]:
+    """Changes at one commit across series, as one entry each (Perfherder's alert summary): the commits, how many
+    regressed, improved or changed, whether any is still pending, and every series by `name`; the largest first."""
+    if changes.empty:
+        return []
+    groups = []
+    for (before, after), rows in changes.groupby(["commit_before", "commit_after"], sort=False):
+        labels = rows["label"].value_counts()
+        states = set(rows["state"]) if "state" in rows else {"confirmed"}
+        groups.append(
+            {
+                "commit_before": before,
+                "commit_after": after,
+                "count": len(rows),
+                "regressions": int(labels.get("regression", 0)),
+                "improvements": int(labels.get("improvement", 0)),
+                "state": "pending" if "pending" in states else "confirmed",
+                "series": [
+                    {"name": name(row), "label": row["label"], "change": row["change"]} for _, row in rows.iterrows()
+                ],
+            }
+        )
+    return sorted(groups, key=lambda g: (-g["count"], str(g["commit_after"])))
+
+
+def gate(history: History, newest: int, *, include_pending: bool = False) -> pd.DataFrame:
+    """The regressions (of series and claims) whose first commit after the change is among the newest `newest`
+    commits, on metrics the catalogue lets a gate fail on: what `--fail-on-regression` fails on. Pending changes
+    (too few points after them to be confirmed) only when asked."""
+    both = _all_changes(history)
+    if both.empty:
+        return both
     gated = both["gated"].fillna(True).astype(bool) if "gated" in both else True
-    return both[(both["label"] == "regression") & both["commit_after"].isin(recent) & gated]
+    confirmed = both["state"] == "confirmed" if "state" in both and not include_pending else True
+    recent = history.newest(newest)
+    return both[(both["label"] == "regression") & both["commit_after"].isin(recent) & gated & confirmed]
+
+
+def pending_at(history: History, newest: int) -> pd.DataFrame:
+    """Changes at the newest `newest` commits not yet confirmed."""
+    both = _all_changes(history)
+    if both.empty or "state" not in both:
+        return both.iloc[0:0]
+    return both[(both["state"] == "pending") & both["commit_after"].isin(history.newest(newest))]
 
 
 def load_history(
