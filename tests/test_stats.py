@@ -57,12 +57,13 @@ def test_paired_ratio_is_the_median_of_ratios_with_scipys_interval_of_their_logs
     assert ratio(num, den, paired=True) == p
 
 
-def test_unpaired_ratio_is_the_ratio_of_medians_with_each_sides_interval_at_sqrt_95():
+def test_unpaired_ratio_is_the_ratio_of_medians_with_each_sides_interval_at_97_5():
     rng = np.random.default_rng(3)
     num, den = rng.lognormal(2.0, 0.2, 12), rng.lognormal(0.0, 0.2, 9)
     u = ratio_of_medians(num, den)
     assert u.median == pytest.approx(float(np.exp(np.median(np.log(num)) - np.median(np.log(den)))))
-    per_side = math.sqrt(0.95)
+    tau = 1 - math.sqrt(0.975)  # either side's bound missing: 2 tau - tau^2 = 2.5%
+    per_side = 1 - 2 * tau
     a = quantile_test(num, q=1.0, p=0.5).confidence_interval(per_side)
     b = quantile_test(den, q=1.0, p=0.5).confidence_interval(per_side)
     assert (u.low, u.high) == pytest.approx((a.low / b.high, a.high / b.low))
@@ -178,3 +179,22 @@ def test_rounds_of_one_process_counted_as_repeats_break_the_interval():
         s = ratio(num.ravel(), den.ravel(), paired=True)
         held += s.low <= truth <= s.high
     assert held / 500 < 0.9  # 85% with this seed
+
+
+def test_a_pair_with_a_missing_side_is_dropped_whole_never_shifted():
+    """Pairs are joined by key: a NaN on one side drops its partner. Dropping each side's NaN apart would pair
+    repeat 2's numerator with repeat 3's denominator, and so on."""
+    num = np.array([2.0, 4.0, np.nan, 8.0, 10.0, 12.0, 14.0, 16.0])
+    den = np.array([1.0, 2.0, 3.0, np.nan, 5.0, 6.0, 7.0, 8.0])
+    p = paired_ratio(num, den)
+    assert p.n == 6 and (p.median, p.low, p.high) == pytest.approx((2.0, 2.0, 2.0))
+    assert ratio(num, den, paired=True) == p
+
+
+def test_the_one_sided_p_value_of_a_ratio_of_medians_bounds_either_side_missing():
+    """x above y: the claim "ratio > 1" holds at every per-side tail from P(Bin(7, 1/2) = 0) = 1/128 on. The
+    lower bound of the ratio misses when either side's bound does: probability 1 - (1 - tau)^2 = 2 tau - tau^2."""
+    x, y = np.linspace(10.0, 11.0, 7), np.linspace(1.0, 2.0, 7)
+    tau = 1 / 128
+    assert ratio_of_medians(x, y).p_above(1.0) == pytest.approx(2 * tau - tau**2, rel=1e-12)
+    assert ratio_of_medians(y, x).p_below(1.0) == pytest.approx(2 * tau - tau**2, rel=1e-12)

@@ -318,7 +318,7 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
             return _Measured(None, f"no valid values (every {side} value is NaN)", unjudgeable=True)
     a, b = per_repeat(num), per_repeat(den)
     if claim.paired:
-        joined = pd.concat({"num": a, "den": b}, axis=1, join="inner")
+        joined = pd.concat({"num": a, "den": b}, axis=1, join="inner").dropna()  # by key; a half pair is none
         if joined.empty:
             return _Measured(None, "numerator and denominator share no repeat to pair", len(a), len(b))
         a, b = joined["num"], joined["den"]

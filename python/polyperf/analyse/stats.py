@@ -13,8 +13,9 @@ reaches these functions. Every estimate and its interval come from one estimator
   not that the log-ratios are symmetric: the Hodges-Lehmann signed-rank interval used before did, and with one
   skewed side and one tight side its coverage fell to 92% at n = 20 and 83% at n = 40. Needs n >= 6 pairs.
 - Ratio of independent samples, for verdicts (`ratio_of_medians`): the ratio of the two medians, with an interval
-  from each side's order-statistic interval taken at sqrt(95%) (97.5%): when both hold, which independent sides do
-  together with probability >= 95%, the ratio of medians lies between low_num / high_den and high_num / low_den.
+  from each side's order-statistic bounds: the lower end low_num / high_den misses only when one of its two bounds
+  does, with probability 2 tau - tau^2 for independent sides each missing with probability tau, and tau is set so
+  that this is 2.5% (each side's bounds at about 97.5%, two-sided); the upper end likewise.
   Estimand: the ratio of the two medians. No shape is assumed (the Hodges-Lehmann shift with its Moses interval
   assumes one shape on both sides; with one skewed side and one tight side it covered about 91%); the price is
   width, and 7 + 7 repeats.
@@ -231,8 +232,15 @@ def _side_rank(n: int, tail: float) -> int:
 
 
 def _per_side_tail(level: float) -> float:
-    """Each side's interval is taken at sqrt(level): both hold together with probability >= level."""
-    return (1 - math.sqrt(level)) / 2
+    """The one-sided miss probability tau of each side's bound. A bound of the ratio misses when either side's
+    bound does: with independent sides, probability 1 - (1 - tau)^2 = 2 tau - tau^2. Solving 2 tau - tau^2 =
+    (1 - level) / 2 makes each end of the ratio's interval miss at most (1 - level) / 2, so the interval holds
+    with probability >= level and its one-sided p-values decide exactly where it does."""
+    return 1 - math.sqrt(1 - (1 - level) / 2)
+
+
+def _either_misses(tau: float) -> float:
+    return 2 * tau - tau * tau
 
 
 def medians_ratio_has_interval(m: int, n: int, level: float = LEVEL) -> bool:
@@ -253,19 +261,28 @@ def _positive_logs(values: np.ndarray, side: str) -> np.ndarray:
     return np.log(values)
 
 
+def _whole_pairs(numerator: Sequence[float], denominator: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Element i of each side is one pair (the caller joined them by repeat key); a pair with a side that is not
+    finite is dropped whole, so that no value is ever paired with another repeat's partner."""
+    num, den = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    if num.shape != den.shape:
+        raise ValueError(f"paired ratio needs equal counts, got {num.size} and {den.size}")
+    whole = np.isfinite(num) & np.isfinite(den)
+    return num[whole], den[whole]
+
+
 def paired_ratio(numerator: Sequence[float], denominator: Sequence[float], level: float = LEVEL) -> Summary:
     """The median of per-repeat ratios numerator[i] / denominator[i] with its sign-test interval (NaN bounds below
-    6 pairs). The caller pairs the two sides by repeat key, never by position."""
-    num, den = _finite(numerator), _finite(denominator)
-    if num.size != den.size:
-        raise ValueError(f"paired ratio needs equal counts, got {num.size} and {den.size}")
+    6 pairs). The caller pairs the two sides by repeat key, never by position; a pair missing a side is dropped."""
+    num, den = _whole_pairs(numerator, denominator)
     d = np.sort(_positive_logs(num, "numerator") - _positive_logs(den, "denominator"))
     return _order_statistic_summary(d, METHOD_PAIRED, level, log=True)
 
 
 def _medians_ratio(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
-    """Ratio of the two medians; its interval divides each side's order-statistic interval at sqrt(level) by the
-    other's (both hold together with probability >= level when the sides are independent, whatever their shapes)."""
+    """Ratio of the two medians; its interval divides each side's order-statistic bounds at one-sided tail
+    `_per_side_tail(level)` by the other's (each end holds with probability >= 1 - (1 - level) / 2 when the sides
+    are independent, whatever their shapes)."""
     x, y = np.sort(_positive_logs(num, "numerator")), np.sort(_positive_logs(den, "denominator"))
     m, n = int(x.size), int(y.size)
     point = float(np.exp(np.median(x) - np.median(y)))
@@ -281,7 +298,7 @@ def _medians_ratio(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
 
     def tails(threshold: float) -> tuple[float, float]:
         # the smallest per-side tail at which the interval still excludes the threshold, as a one-sided p-value
-        # of the pair: 1 - (1 - tau)^2 <= 2 tau; at `level` this is exactly the interval's own decision
+        # of the pair: either side's bound missing, 2 tau - tau^2; at `level` exactly the interval's own decision
         t = _log(threshold)
         if math.isnan(t):
             return math.nan, math.nan
@@ -289,7 +306,7 @@ def _medians_ratio(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
         for above in (True, False):
             ok = [tau for tau in taus if (bound_at(tau, above) > t if above else bound_at(tau, above) < t)]
             tau = min(min(ok) if ok else 0.5, 0.5)  # past the middle ranks the bounds cross: no evidence at all
-            out.append(float((1 - (1 - 2 * tau) ** 2) / 2))
+            out.append(float(_either_misses(tau)))
         return out[0], out[1]
 
     tail = _per_side_tail(level)
@@ -313,7 +330,7 @@ def _hodges_lehmann(num: np.ndarray, den: np.ndarray, level: float) -> Summary:
 
 def ratio_of_medians(numerator: Sequence[float], denominator: Sequence[float], level: float = LEVEL) -> Summary:
     """The ratio of the medians of two independent samples, with an interval that assumes no shape (verdicts use it
-    for an unpaired entry): each side's order-statistic interval at sqrt(level). NaN bounds below 7 + 7."""
+    for an unpaired entry): each side's order-statistic bounds at `_per_side_tail(level)`. NaN bounds below 7 + 7."""
     num, den = _finite(numerator), _finite(denominator)
     if num.size == 0 or den.size == 0:
         raise ValueError("ratio needs values on both sides")
@@ -330,10 +347,12 @@ def ratio(
     Hodges-Lehmann ratio with its Moses interval, which matches a Mann-Whitney test and assumes one noise shape on
     both sides (the same benchmark in two runs: compare, change points); `ratio_of_medians` assumes none.
     """
+    if paired:
+        return paired_ratio(numerator, denominator, level)
     num, den = _finite(numerator), _finite(denominator)
     if num.size == 0 or den.size == 0:
         raise ValueError("ratio needs values on both sides")
-    return paired_ratio(num, den, level) if paired else _hodges_lehmann(num, den, level)
+    return _hodges_lehmann(num, den, level)
 
 
 MEDIAN_MIN_N = _median_min_n()
