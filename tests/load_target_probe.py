@@ -193,7 +193,7 @@ def master(config: str, out: str) -> None:
     if not runner.clients.ready:
         raise SystemExit("no worker connected")
     gevent.sleep(1.0)  # the worker registers its handlers once connected
-    for kind, job in [*cfg["jobs"], ["polyperf_config", cfg["accepted"]]]:
+    for kind, job in [*cfg["jobs"], ["polyperf_config", cfg["accepted"]], *cfg.get("after", [])]:
         count = len(replies)
         runner.send_message(kind, job)
         wait = time.monotonic() + 20

@@ -222,7 +222,7 @@ def test_a_worker_builds_ohas_command_line_itself_from_numbers_and_the_canonical
     assert cmd == [
         "/opt/oha", "-z", "0.2s", "-q", "50", "--latency-correction", "-c", "4", "--no-tui",
         "--db-url", "/tmp/o.sqlite", "--output-format", "json", "-o", "/tmp/o.json", "--worker-threads", "2",
-        "-t", "10s", "http://127.0.0.1:18081/x",
+        "-t", "10s", "--redirect", "0", "http://127.0.0.1:18081/x",
     ]  # fmt: skip
     closed, _ = OhaJob.from_message(_job(), allow_remote=False)
     assert closed.interrupt and closed.to_message() == _job(rate=None)

@@ -130,7 +130,12 @@ def test_a_worker_refuses_what_a_hostile_master_sends(wire, tmp_path):
         ["polyperf_config", {"target": "http://127.0.0.1:18081/", "budget": 3, "requests_log": "/etc/x"}],
     ]
     accepted = {"target": "http://127.0.0.1:18081/", "budget": 3}  # nothing listens there: refused connections
-    config = {"port": port, "jobs": jobs, "accepted": accepted, "spawn_host": f"http://{far}:18080"}
+    # once a target is accepted, orders naming another (allowed by --allow-remote on their own) are refused
+    after = [
+        ["polyperf_oha", smuggled | {"target": f"http://{far}:18080/"}],
+        ["polyperf_config", {"target": f"http://{far}:18080/", "budget": 3}],
+    ]
+    config = {"port": port, "jobs": jobs, "accepted": accepted, "after": after, "spawn_host": f"http://{far}:18080"}
     (tmp_path / "master.json").write_text(json.dumps(config))
     before = wire.far_seen()
     worker_args = ["worker", "--master", f"127.0.0.1:{port}", "--allow-remote", "--idle", "60"]
@@ -142,9 +147,10 @@ def test_a_worker_refuses_what_a_hostile_master_sends(wire, tmp_path):
     finally:
         stop(worker)
     report = json.loads((tmp_path / "r").read_text())
-    *replies, ack = report["replies"]
+    *replies, ack, other_oha, other_config = report["replies"]
     expected = ["backslash", "unknown field(s) bound", "'connections'", "unknown field(s) bound, duration, url"]
     expected += ["form tools read differently", "user-info", "unknown field(s) requests_log"]
+    assert "not the target this worker accepted" in other_oha and "this worker accepted" in other_config
     assert len(replies) == len(expected), replies
     for reply, reason in zip(replies, expected, strict=True):
         assert isinstance(reply, str) and reason in reply and "\n" not in reply, (reply, reason)
@@ -152,6 +158,48 @@ def test_a_worker_refuses_what_a_hostile_master_sends(wire, tmp_path):
     assert ack is None and report["spawned_requests"] >= 1, report
     assert wire.far_seen() == before
     assert not list((tmp_path / "w").glob("oha-*")), "the worker started oha for a refused job"
+
+
+_REDIRECTER = """
+import http.server, sys
+class Redirect(http.server.BaseHTTPRequestHandler):
+    def _answer(self):
+        length = int(self.headers.get("content-length") or 0)
+        self.rfile.read(length)
+        code = 307 if self.command == "POST" else 302
+        self.send_response(code)
+        self.send_header("Location", sys.argv[2])
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_GET = do_POST = _answer
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Redirect)
+print("listening", flush=True)
+server.serve_forever()
+"""
+
+
+@pytest.mark.parametrize("driver", ["locust", "oha"])
+def test_a_redirect_never_takes_load_off_host(wire, tmp_path, driver):
+    """A loopback server answering 302/307 with the far host's address: every generator counts the 3xx as a
+    failed request with its status, and the far side sees not one packet."""
+    port = 20000 + secrets.randbelow(20000)
+    log = tmp_path / "redirect.out"
+    redirecter = wire.start(
+        wire.client, [sys.executable, "-c", _REDIRECTER, str(port), f"http://{wire.far_addr}:18080/"], log
+    )
+    try:
+        _wait_for(log, "listening", redirecter, timeout=30)
+        before = wire.far_seen()
+        args = ["load", f"http://127.0.0.1:{port}/", "--driver", driver, "--duration", "2", "--max-requests", "20"]
+        size = ["--users", "2"] if driver == "locust" else ["--connections", "2"]
+        done = wire.run([*POLYPERF, *args, *size, "--out", str(tmp_path / "out")])
+        assert wire.far_seen() == before, f"{driver} followed a redirect to {wire.far_addr}"
+        said = done.stdout + done.stderr
+        assert done.returncode in (0, 1, 2) and "302" in said and "internal error" not in said, said
+    finally:
+        stop(redirecter)
 
 
 def test_refused_urls_send_nothing_and_allowed_urls_reach_only_loopback(wire, tmp_path):

@@ -35,7 +35,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         "allow_remote": args.allow_remote,
         "connect_wait": args.connect_wait,
         "idle": args.idle,
-        "oha": args.oha or _find_oha(),
+        "oha": _find_oha(),
         "log_dir": str(log_dir),
     }
     cfg_path = log_dir / f"worker-{os.getpid()}.config.json"
@@ -60,15 +60,15 @@ def _cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _find_oha() -> str | None:
-    import shutil
-
+    """The oha polyperf built at its pinned version, or None (the worker then refuses oha orders): never another
+    oha on PATH, whose defaults (redirects, TLS) polyperf has not checked."""
     from polyperf.errors import ToolchainMissing
     from polyperf.load.native_driver import ensure_oha
 
     try:
         return str(ensure_oha(install=False))
     except (ToolchainMissing, OSError):
-        return shutil.which("oha")
+        return None
 
 
 def _run(args: argparse.Namespace, log_dir: Path) -> Any:
@@ -208,6 +208,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-remote", action="store_true", help="allow the master to point it at a non-loopback URL")
     p.add_argument("--connect-wait", type=float, default=60.0, help="seconds to find the master (default 60)")
     p.add_argument("--idle", type=float, default=120.0, help="quit after this many idle seconds (default 120)")
-    p.add_argument("--oha", default=None, help="oha binary (default: polyperf's own, else oha on PATH)")
     p.add_argument("--out", default=None, help="log directory (default: a new temporary directory)")
     p.set_defaults(func=_cmd_worker)

@@ -8,6 +8,10 @@ writes JSON with exactly our percentiles (p50/p90/p99/p99.9 of an exact microsec
 status classes and its errors by message. 1.2.6 is its newest release the proxy serves: the v2.0.x tags
 keep the v1 module path, so Go cannot resolve them. rewrk 0.3.2 (crates.io) was rejected: its JSON has
 no percentiles, status codes or errors, and it has no request-count bound; hey prints CSV, not JSON.
+
+Redirects and TLS: bombardier's fasthttp client (`--fasthttp`, always passed) never follows a redirect, so a 3xx
+is counted in its 3xx class, a failure; it verifies certificates unless told `--insecure`, which polyperf never
+passes.
 """
 
 from __future__ import annotations

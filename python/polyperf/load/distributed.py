@@ -113,7 +113,13 @@ def run_oha_workers(
         raise LoadFailed(f"oha master exited with {master.returncode}; log {log_path}: {log_tail(log_path)}")
     summary = json.loads(out.read_text())
     return combine_oha(
-        summary["workers"], url=url, expected=workers, connections=connections, rate=rate, client_cpus=client_cpus
+        summary["workers"],
+        url=url,
+        expected=workers,
+        connections=connections,
+        rate=rate,
+        client_cpus=client_cpus,
+        max_requests_each=job.max_requests + (job.connections if rate else 0),
     )
 
 
@@ -128,7 +134,10 @@ def _histogram(report: Mapping[str, Any], completed: int, url: str) -> Any:
     who = f"distributed oha against {url}: worker {report.get('host', '?')} ({report.get('id', '?')})"
     if not report.get("latency_hdr"):
         raise LoadFailed(f"{who} sent no latency histogram (a polyperf worker older than its master?)")
-    histogram = latency_hdr.decode(report["latency_hdr"])
+    try:
+        histogram = latency_hdr.decode(report["latency_hdr"])
+    except ValueError as exc:
+        raise LoadFailed(f"{who}: {exc}") from None
     if histogram.get_total_count() != completed:
         raise LoadFailed(
             f"{who}: its histogram holds {histogram.get_total_count()} latencies for {completed} completed "
@@ -145,8 +154,10 @@ def combine_oha(
     connections: int,
     rate: float | None,
     client_cpus: Sequence[int] = (),
+    max_requests_each: int | None = None,
 ) -> LoadResult:
-    """One `LoadResult` from the workers' oha summaries, as the module doc says (pure)."""
+    """One `LoadResult` from the workers' oha summaries, as the module doc says (pure). A worker is not trusted:
+    a summary that is malformed, or counts more requests than its bound (`max_requests_each`), fails the run."""
     failed = [f"{r.get('id', '?')}: {r['error']}" for r in reports if r.get("error")]
     if failed or len(reports) < expected:
         missing = expected - len(reports)
@@ -158,8 +169,19 @@ def combine_oha(
     requests = successes = 0
     histograms = []
     for report in reports:
-        n, ok, codes, errs = oha_counts(report["data"])
-        start, end = _window(report)
+        try:
+            n, ok, codes, errs = oha_counts(report["data"])
+            start, end = _window(report)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise LoadFailed(
+                f"distributed oha against {url}: worker {report.get('id', '?')} sent a malformed "
+                f"summary ({type(exc).__name__}: {exc})"
+            ) from None
+        if max_requests_each is not None and n > max_requests_each:
+            raise LoadFailed(
+                f"distributed oha against {url}: worker {report.get('id', '?')} counts {n} requests, over its "
+                f"bound of {max_requests_each}"
+            )
         requests, successes = requests + n, successes + ok
         for code, count in codes.items():
             status[code] = status.get(code, 0) + count

@@ -6,6 +6,12 @@ so the summary text is parsed; `--nanosec` prints latencies in ns instead of who
 requests on one current-thread tokio runtime (one client core), keeps one reqwest client per host, counts
 a request failed unless its status is 2xx (connection errors count as status 520), and records latencies
 to the last body byte in µs in an HDR histogram with 2 significant digits.
+
+Redirects and TLS: drill follows up to 10 redirects (reqwest's default) and has no switch to stop it. So drill
+runs with every proxy variable pointing at a closed loopback port and NO_PROXY naming only the target's host: a
+redirect to any other host fails to connect (drill counts it failed, status 520) and no load leaves for it. A
+redirect to the target's own host is still followed there. drill verifies certificates (polyperf never passes
+`--no-check-certificate`).
 """
 
 from __future__ import annotations
@@ -157,6 +163,15 @@ def drill_plan(
     return "\n".join(lines) + "\n"
 
 
+_CLOSED = "http://127.0.0.1:9"  # the discard port, closed here: a proxy nothing answers at
+
+
+def _no_other_hosts(host: str) -> dict[str, str]:
+    """Proxy variables that leave drill (reqwest reads them) no way to any host but `host`: see the module doc."""
+    proxies = {name: _CLOSED for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY")}
+    return {**proxies, "all_proxy": _CLOSED, "NO_PROXY": host.strip("[]"), "no_proxy": host.strip("[]")}
+
+
 def _number(key: str, raw: str) -> float:
     if key in ("seconds", "rps", "requests", "successes", "failures"):
         return float(raw)
@@ -231,7 +246,7 @@ def run_drill(
         "--timeout",
         str(max(1, math.ceil(request_timeout))),
     ]
-    env = {**os.environ, "NO_COLOR": "1"}
+    env = {**os.environ, "NO_COLOR": "1", **_no_other_hosts(target.host)}
     started = time.time()
     proc = procs.spawn(cmd, log_path=log, cpus=client_cpus, env=env)
     try:

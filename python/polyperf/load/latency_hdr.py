@@ -12,8 +12,11 @@ Imports nothing from polyperf: the locust worker, a plain script, imports it as 
 
 from __future__ import annotations
 
+import base64
 import math
 import sqlite3
+import struct
+import zlib
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -53,9 +56,38 @@ def from_seconds(latencies: Iterable[float]) -> HdrHistogram:
     return histogram
 
 
-def decode(encoded: str) -> HdrHistogram:
-    """The histogram that `HdrHistogram.encode()` (base64, compressed) made."""
-    return HdrHistogram.decode(encoded)
+MAX_ENCODED = 4 * 2**20  # characters of base64 a worker may send: ~100x what a full 3-digit histogram takes
+MAX_DECODED = 2**20  # bytes its zlib payload may expand to (the counts of 3 digits over 1 ns..1 h are ~300 KB)
+
+
+def decode(encoded: object) -> HdrHistogram:
+    """The histogram that `HdrHistogram.encode()` (base64, compressed) made, from a worker that may lie: its size
+    before and after decompression is bounded and its settings must be this module's, checked before the
+    histogram's counts are allocated. Raises ValueError (one line) otherwise."""
+    if not isinstance(encoded, str) or len(encoded) > MAX_ENCODED:
+        raise ValueError(f"latency histogram: not text of at most {MAX_ENCODED} characters")
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+        struct.unpack(">II", raw[:8])  # the cookie and length hdrh checks; here: that the header is whole
+        inflater = zlib.decompressobj()
+        payload = inflater.decompress(raw[8:], MAX_DECODED)
+    except (ValueError, struct.error, zlib.error) as exc:
+        raise ValueError(f"latency histogram: not an HDR encoding ({exc})") from None
+    if inflater.unconsumed_tail or not inflater.eof:
+        raise ValueError(f"latency histogram: expands past {MAX_DECODED} bytes, or is cut short")
+    try:
+        _cookie, _size, _offset, digits, lowest, highest = struct.unpack(">IIIIQQ", payload[:32])
+    except struct.error:
+        raise ValueError("latency histogram: its header is cut short") from None
+    if (digits, lowest, highest) != (SIGNIFICANT_DIGITS, 1, HIGHEST_NS):
+        raise ValueError(
+            f"latency histogram: settings ({digits} digits, {lowest}..{highest} ns) are not polyperf's "
+            f"({SIGNIFICANT_DIGITS} digits, 1..{HIGHEST_NS} ns)"
+        )
+    try:
+        return HdrHistogram.decode(encoded)
+    except Exception as exc:  # hdrh raises its own exception classes and ctypes errors on a malformed payload
+        raise ValueError(f"latency histogram: not decodable ({type(exc).__name__})") from None
 
 
 def merge(histograms: Sequence[HdrHistogram]) -> HdrHistogram:

@@ -39,7 +39,7 @@ from locust.runners import STATE_STOPPED, MasterRunner, Runner
 # this script's siblings (run as a script, it cannot import polyperf)
 from locust_post import RequestLog, send_body
 from locust_remote import configure_workers, oha_master, quit_master, serve_worker, wait_for_workers
-from worker_job import UsersJob
+from worker_job import GRACE_S, UsersJob
 
 PERCENTILES = (0.50, 0.90, 0.99, 0.999)
 
@@ -49,6 +49,8 @@ _target = {"origin": None, "path": "/", "ok": False}  # what to GET; `ok` once t
 # POST mode (see the module doc); GET runs keep these defaults
 _POST_KEYS = ("method", "body", "think", "timeout", "requests_log")
 _target.update(method="GET", body=None, think=0.0, timeout=None, requests_log=None)
+# a worker's bounds from its accepted job: users at once, and a deadline (monotonic) after which none sends
+_limits = {"users": math.inf, "deadline": math.inf, "running": 0}
 _request_log = RequestLog()
 
 
@@ -59,6 +61,8 @@ def make_user() -> type[FastHttpUser]:
 
         network_timeout = 10.0
         connection_timeout = 5.0
+        insecure = False  # https: the certificate is verified (locust's FastHttpUser accepts any by default)
+        max_redirects = 0  # a 3xx is an answer, counted as a failure with its status, never followed
 
         def __init__(self, environment: Environment) -> None:
             if _target["origin"]:  # the accepted target, never the host a master's spawn message names
@@ -70,16 +74,25 @@ def make_user() -> type[FastHttpUser]:
         def wait_time(self) -> float:
             return float(_target["think"])
 
+        def on_start(self) -> None:
+            _limits["running"] += 1
+            self.within = _limits["running"] <= _limits["users"]  # users past the job's bound never send
+
+        def on_stop(self) -> None:
+            _limits["running"] -= 1
+
         @task
         def get(self) -> None:
-            if _budget["left"] <= 0 or not _target["ok"]:
+            if _budget["left"] <= 0 or not _target["ok"] or not getattr(self, "within", True):
+                raise StopUser()
+            if time.monotonic() > _limits["deadline"]:
                 raise StopUser()
             _budget["left"] -= 1
             path = _target["path"]
             if _target["method"] != "GET":
                 send_body(self.client, path, _target, _status, _request_log)
                 return
-            with self.client.get(path, name=path, catch_response=True) as resp:
+            with self.client.get(path, name=path, catch_response=True, allow_redirects=False) as resp:
                 code = resp.status_code or 0
                 if code:
                     _status[code] += 1
@@ -198,6 +211,7 @@ def _accepter(cfg: dict[str, Any]) -> Any:
         _target.update(origin=target.origin, path=target.path, method=job.method, body=job.body)
         _target.update(think=job.think, timeout=job.timeout, requests_log=log if job.log_requests else None)
         _budget["left"] = job.budget
+        _limits.update(users=job.users, deadline=time.monotonic() + job.duration_s + GRACE_S)
         _target["ok"] = True
 
     return accept
@@ -238,6 +252,8 @@ def main(argv: list[str]) -> int:
         job = UsersJob(
             target=cfg["host"] + cfg["path"],
             budget=max(1, cfg["process_budget"]),
+            users=max(1, cfg.get("users") or 1, *(int(s[0]) for s in cfg.get("steps") or [])),
+            duration_s=float(cfg["duration"]),
             method=cfg.get("method", "GET"),
             body=cfg.get("body"),
             think=cfg.get("think", 0.0),

@@ -49,7 +49,13 @@ def send_body(client: Any, path: str, target: Mapping[str, Any], status: Counter
     started = time.perf_counter()
     returned = None
     with client.request(
-        target["method"], path, name=path, data=json.dumps(body), headers=CONTENT_TYPE, catch_response=True
+        target["method"],
+        path,
+        name=path,
+        data=json.dumps(body),
+        headers=CONTENT_TYPE,
+        catch_response=True,
+        allow_redirects=False,  # a 3xx is a failure with its status; 307/308 would resend the body elsewhere
     ) as resp:
         code = resp.status_code or 0
         if code:

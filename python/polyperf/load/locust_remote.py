@@ -99,14 +99,17 @@ def _die_with_parent() -> None:  # runs in oha between fork and exec
     ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
-def _run_oha(data: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+def _run_oha(data: Any, cfg: dict[str, Any], accepted: str | None) -> dict[str, Any]:
     """One bounded oha run on this worker's CPUs, built here from a checked `OhaJob` (its request bound, and a
-    SIGINT at the duration in the closed model; killed after the grace); returns oha's summary and an HDR
-    histogram of every latency it wrote (`latency_hdr`), or an error."""
+    SIGINT at the duration in the closed model; killed after the grace) against the target this worker accepted
+    (`accepted`, from the master's `polyperf_config`) and no other; returns oha's summary and an HDR histogram of
+    every latency it wrote (`latency_hdr`), or an error."""
     checked, error = read_job(OhaJob, data, cfg.get("allow_remote", False))
     if error or not cfg.get("oha"):
-        return {"error": error or "no oha on this worker's host (polyperf worker --oha PATH)"}
+        return {"error": error or "no oha built by polyperf on this worker's host (polyperf build oha)"}
     job: OhaJob = checked[0]
+    if accepted is None or job.target != accepted:
+        return {"error": f"an oha order for {job.target}, not the target this worker accepted ({accepted})"}
     log_dir = Path(cfg.get("log_dir") or ".")
     out = log_dir / f"oha-{time.time_ns()}.json"
     requests_db = out.with_suffix(".sqlite")
@@ -170,11 +173,15 @@ def serve_worker(env: Environment, cfg: dict[str, Any], accept: Callable[[UsersJ
         return 3
     assert isinstance(runner, WorkerRunner)
     allow_remote = cfg.get("allow_remote", False)
+    accepted: dict[str, str | None] = {"target": None}  # the first target accepted: every later order must name it
 
     def on_config(environment: Environment, msg: Message) -> None:
         _activity["last"] = time.monotonic()
         checked, error = read_job(UsersJob, msg.data, allow_remote)
+        if error is None and accepted["target"] not in (None, checked[0].target):
+            checked, error = None, f"a second target {checked[0].target}; this worker accepted {accepted['target']}"
         if error is None:
+            accepted["target"] = checked[0].target
             accept(*checked)
         else:
             print(f"polyperf worker: refused a job: {error}", file=sys.stderr, flush=True)
@@ -186,7 +193,7 @@ def serve_worker(env: Environment, cfg: dict[str, Any], accept: Callable[[UsersJ
             return
         _activity["busy"] += 1
         try:
-            report = _run_oha(msg.data, cfg)
+            report = _run_oha(msg.data, cfg, accepted["target"])
             if report.get("error"):
                 print(f"polyperf worker: {report['error']}", file=sys.stderr, flush=True)
         except Exception as exc:  # reported to the master, which fails the run with it

@@ -10,6 +10,11 @@ stop and still report. wrk sends one fixed request, as oha and bombardier do: it
 script mode and measure Lua as well. So wrk cannot stop at a request count: it refuses a request bound that
 could be reached within its duration, and fails a run that overshot one.
 
+Redirects and TLS, per generator (a server's answer is not trusted to choose where load goes): oha is told
+`--redirect 0` (a 3xx counts as a failure with its status) and verifies certificates (`--insecure` is never
+passed); wrk never follows a redirect (it sends one fixed request per connection and counts a 3xx as a non-2xx
+answer), but it verifies no certificate, so https is refused for wrk.
+
 Every generator's window follows one rule (`driver_window`): its own run time, placed to end where it
 stopped sending, never starting before the harness spawned it (one clock for all).
 """
@@ -31,6 +36,7 @@ from polyperf.common.paths import TOOLS_DIR
 from polyperf.common.tools import cargo_install
 from polyperf.errors import ToolchainMissing
 from polyperf.load.result import PERCENTILES, Bounds, LoadFailed, LoadResult, OnSpawn, require_target
+from polyperf.load.worker_job import OHA_SAFETY
 
 __all__ = [
     "OHA_VERSION",
@@ -182,6 +188,7 @@ def run_oha(
         str(threads),
         "-t",
         "10s",
+        *OHA_SAFETY,  # --redirect 0: a 3xx counts as a failure with its status; certificates verified
     ]
     if rate is not None:
         cmd += ["-q", f"{rate:g}", "--latency-correction"]
@@ -265,6 +272,8 @@ def run_wrk(
 ) -> LoadResult:
     """wrk against `url` (loopback unless `allow_remote`), closed model: the reference for oha's ceiling."""
     url = require_target(url, allow_remote=allow_remote)
+    if url.startswith("https:"):
+        raise LoadFailed(f"wrk against {url}: wrk verifies no TLS certificate; use oha, which does")
     if bounds.max_requests < bounds.duration * WRK_UNREACHABLE_RPS:
         raise LoadFailed(
             f"wrk cannot stop at {bounds.max_requests} requests (fixed-request mode stops on time only; a Lua "

@@ -19,7 +19,7 @@ if __package__:
 else:  # a plain sibling module of locust_child.py, which must not import polyperf
     from target import Target, parse_target
 
-__all__ = ["JobRefused", "OhaJob", "UsersJob", "oha_bound", "oha_command"]
+__all__ = ["OHA_SAFETY", "JobRefused", "OhaJob", "UsersJob", "oha_bound", "oha_command"]
 
 # the ranges a worker accepts: wide enough for any lab run, narrow enough that no value means "unbounded"
 LIMITS: dict[str, tuple[float, float]] = {
@@ -30,8 +30,12 @@ LIMITS: dict[str, tuple[float, float]] = {
     "budget": (1, 1_000_000_000),
     "think": (0.0, 60.0),
     "timeout": (0.01, 600.0),
+    "users": (1, 100_000),
 }
 MAX_BODY = 64 * 1024
+# said to oha explicitly whatever its version's defaults: a 3xx is an answer (counted as a failure with its status),
+# never followed to another host; https certificates are verified (oha's default; `--insecure` is never passed)
+OHA_SAFETY = ("--redirect", "0")
 GRACE_S = 15.0  # how long past its duration a worker lets oha run before killing it (Bounds' default grace)
 
 
@@ -106,11 +110,15 @@ class OhaJob:
 
 @dataclass(frozen=True)
 class UsersJob:
-    """locust users on a worker: this worker's share of the request budget, and the POST mode's settings. A
-    worker that logs every request (`log_requests`) chooses the file itself, in its own log folder."""
+    """locust users on a worker: this worker's share of the request budget, the most users it runs at once and
+    for how long (locust's own spawn messages name a user count the worker does not take on trust), and the POST
+    mode's settings. A worker that logs every request (`log_requests`) chooses the file itself, in its own log
+    folder."""
 
     target: str
     budget: int
+    users: int = 100
+    duration_s: float = 600.0
     method: str = "GET"
     body: str | None = None  # a JSON text, or "devices" (a random device per request)
     think: float = 0.0
@@ -132,6 +140,8 @@ class UsersJob:
         job = cls(
             target=target.url,
             budget=int(_number("budget", data["budget"], integer=True)),
+            users=int(_number("users", data.get("users", cls.users), integer=True)),
+            duration_s=float(_number("duration_s", data.get("duration_s", cls.duration_s), integer=False)),
             method=method,
             body=body,
             think=float(_number("think", data.get("think", 0.0), integer=False)),
@@ -172,5 +182,6 @@ def oha_command(job: OhaJob, *, oha: str, out: str, requests_db: str, threads: i
         str(max(1, threads)),
         "-t",
         "10s",
+        *OHA_SAFETY,
         job.target,
     ]
