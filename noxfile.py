@@ -106,9 +106,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The main job: every suite on its defaults (quick profile), then the report's path."""
+    """The main job: every suite on its defaults (quick profile), the answers after each suite, the report's path.
+    The load generators are built by the first suite that loads a server, after the suites that need none."""
     _install(session)
-    _install_load_tools(session)
     session.run("polyperf", "run", *session.posargs)
 
 

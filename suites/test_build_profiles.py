@@ -26,6 +26,7 @@ from polyperf.build.registry import MATRIX_LADDER
 from polyperf.build.variant_proof import cpu_has_avx2_bmi2, ladder_failures, variant_facts
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
+from polyperf.common.paths import log_part
 from polyperf.errors import PolyperfError
 from polyperf.load.drill_driver import ensure_drill, run_drill, to_load_result
 from polyperf.measure.sampler import measure
@@ -84,7 +85,7 @@ def builds(run_dir, record):
     """Every variant built (clean, in its own target directory, unless cached); its cost recorded."""
     results = {}
     for target in TARGETS:
-        result = build(target.app, log_dir=run_dir / "logs")
+        result = build(target.app, log_dir=log_part(run_dir / "logs", "builds"))
         results[target.variant] = result
         spec = APP.variants[target.variant]
         settings = {"profile": spec.cargo_profile, "rustflags": spec.rustflags or "", "features": list(spec.features)}
@@ -267,7 +268,7 @@ def test_article_shape_drill(env, plan, fleet, run_dir):
                     concurrency=min(concurrency, n),
                     requests=n,
                     client_cpus=env.client_cpus,
-                    log_dir=run_dir / "logs",
+                    log_dir=log_part(run_dir / "logs", "load", "drill"),
                     timeout=plan["shape_s"] * 4,
                     drill=drill,
                 )

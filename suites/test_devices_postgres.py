@@ -31,19 +31,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
 import pytest
 
+from polyperf.common.paths import log_part
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import account_tree, pin_tree, postmaster_pid
-from polyperf.measure.device_table import parse_request_lines, table_name
+from polyperf.measure.device_table import table_name
 from polyperf.measure.per_second import per_second, read_oha_requests, spike_ratio
 from polyperf.orchestrate.count_runs import CountPlan
+from polyperf.orchestrate.db_restart import RestartPlan, restart_under_load
 from polyperf.orchestrate.db_runs import Database, PostRuns
 from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record.env import add_note
@@ -110,7 +110,10 @@ def database(database_url, plan, load_options, run_dir):
         return
     need = len(APPS) * sum(plan["pools"]) + 20  # every pool full at once, plus the checks and probes
     # stopped before its cgroup is removed: the cluster is the inner context
-    with _own_cgroup(run_dir) as account, ThrowawayPostgres(run_dir / "logs", max_connections=need) as pg:
+    with (
+        _own_cgroup(run_dir) as account,
+        ThrowawayPostgres(log_part(run_dir / "logs", "servers"), max_connections=need) as pg,
+    ):
         pin_tree(pg.proc.pid, server_cpus)
         if account is not None:
             account_tree(account, pg.proc.pid)
@@ -309,78 +312,13 @@ def test_restart(env, runs, plan, database, targets, run_dir, mode):
         add_note(run_dir, "devices_postgres restart cases: skipped, the database is the user's (--database-url)")
         pytest.skip("restarting PostgreSQL only on the throwaway cluster, never the user's server")
     env.stop_measuring("db")  # the postmaster changes mid-run: its CPU is not measured here
+    restart = RestartPlan(**plan["restart"], db_timeout_s=DB_TIMEOUT_S)
     try:
         for _repeat, target in env.interleave(1, [t for t in targets if t.params["pool_size"] == plan["pools"][0]]):
-            _restart_case(env, runs, database, target, mode, plan["restart"])
+            restart_under_load(runs, database, target, mode, restart, OHA_BODY)
     finally:
         runs.db.pid = database.throwaway.proc.pid
         runs.measure_database()
-
-
-def _restart_case(env, runs, database, target, mode: str, spec: dict) -> None:
-    """The load runs in a thread and the restart here: a child's death signal follows the thread that
-    started it, so the new postmaster must be started by the thread that lives on."""
-    case, pg = f"restart_{mode}", database.throwaway
-    url = env.fleet.servers[target.key].url + target.path
-    probe = PostProbe(url, interval=0.02, timeout=DB_TIMEOUT_S + 3, cpus=env.client_cpus, body=OHA_BODY)
-    out: dict = {}
-
-    def load() -> None:
-        try:
-            out["run"] = runs.oha(
-                target,
-                case=case,
-                requests=round(spec["rate"] * spec["seconds"]),
-                bound_s=3 * spec["seconds"] + 5,
-                connections=16,
-                rate=spec["rate"],
-                witness=probe,
-            )
-        except Exception as exc:  # re-raised below, in the test's thread
-            out["error"] = exc
-
-    loader = threading.Thread(target=load, name=f"load-{case}", daemon=True)
-    loader.start()
-    time.sleep(spec["at"])
-    down = time.time()
-    pg.restart(mode)
-    up = time.time()
-    pin_tree(pg.proc.pid, database.cpus)  # the new postmaster, like the old one
-    if database.account is not None:
-        account_tree(database.account, pg.proc.pid)
-    loader.join(timeout=3 * spec["seconds"] + 60)
-    if "error" in out:
-        raise out["error"]
-    m, _check = out.get("run", (None, None))
-    if m is None:
-        env.note_problem(f"{case} {target.key}: the load run did not complete")
-        return
-    outage = parse_request_lines(probe.lines).outage(down, up)
-    options = {"connections": 16, "rate": spec["rate"], "method": "POST", "body": json.dumps(OHA_BODY)}
-    _record_outage(env, target, case, outage, m.load.failures + outage.errors, options)
-    if outage.recovery_s == float("inf"):
-        env.note_problem(f"{case} {target.key}: no successful POST after PostgreSQL came back")
-    if outage.error_latency_max_s > DB_TIMEOUT_S + 1.5:
-        env.note_problem(f"{case} {target.key}: an error answer took {outage.error_latency_max_s:.2f}s")
-
-
-def _record_outage(env, target, case, outage, errors, options) -> None:
-    metrics = [
-        ("outage_s", outage.down_s, "s", {}),
-        ("error_window_s", outage.error_window_s, "s", {}),
-        ("error_latency_max_s", outage.error_latency_max_s, "s", {}),
-        ("errors_total", float(errors), "count", {}),
-    ]
-    if outage.recovery_s != float("inf"):
-        metrics.append(("recovery_s", outage.recovery_s, "s", {}))
-    env.record.many(
-        metrics,
-        case=case,
-        implementation=target.name,
-        variant=target.variant,
-        driver="oha",
-        params={**env.params, **target.params, **options, "probe_interval_s": 0.02},
-    )
 
 
 def test_pool_overflow(env, plan, database, load_options, run_dir):
@@ -389,7 +327,7 @@ def test_pool_overflow(env, plan, database, load_options, run_dir):
     if database.throwaway is None:
         pytest.skip("needs a throwaway cluster with a tiny max_connections")
     spec = plan["overflow"]
-    with ThrowawayPostgres(run_dir / "logs", max_connections=spec["max_connections"]) as tiny:
+    with ThrowawayPostgres(log_part(run_dir / "logs", "servers"), max_connections=spec["max_connections"]) as tiny:
         pin_tree(tiny.proc.pid, load_options.server_cpus)
         app_dsn = tiny.app_dsn()  # a login role of its own, with its own password, owning only its tables
         params = {"pool_size": spec["pool"], "pg_max_connections": spec["max_connections"], "app_connections": 5}

@@ -75,6 +75,25 @@ class PostProbe(BackgroundLoop):
         self.lines.append(json.dumps(line))
         return conn
 
+    def answered_since(self, since: float) -> bool:
+        """Whether a request that ended after `since` (epoch s) was acknowledged (2xx)."""
+        for text in reversed(self.lines):
+            end, _latency, code = json.loads(text)[:3]
+            if end <= since:
+                return False
+            if 200 <= code < 300:
+                return True
+        return False
+
+    def wait_answered_since(self, since: float, timeout: float) -> bool:
+        """Waits (bounded by `timeout` s) until a request ending after `since` is acknowledged."""
+        deadline = time.monotonic() + timeout
+        while not self.answered_since(since):
+            if time.monotonic() >= deadline or not self._thread.is_alive():
+                return self.answered_since(since)
+            time.sleep(self.interval)
+        return True
+
     def _loop(self) -> None:
         deadline = time.monotonic() + self.max_seconds
         conn = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from polyperf.load.result import LoadResult
 
 __all__ = [
+    "DatabaseUnavailable",
     "DeviceTable",
     "Outage",
     "RequestsSeen",
@@ -192,21 +194,43 @@ def read_request_logs(paths: Iterable[str | Path]) -> RequestsSeen:
     return parse_request_lines(lines)
 
 
-class DeviceTable:
-    """One app's devices table, read through its own short connections (never the app's pool)."""
+class DatabaseUnavailable(Exception):
+    """The database did not accept a connection within the wait (a restart that did not come back)."""
 
-    def __init__(self, dsn: str, table: str) -> None:
+
+class DeviceTable:
+    """One app's devices table, read through its own short connections (never the app's pool).
+
+    Every read waits up to `wait_s` for the database to accept connections: a run can end while PostgreSQL is
+    still restarting (the restart cases), and its rows are read once it is back, never in the gap."""
+
+    def __init__(self, dsn: str, table: str, *, wait_s: float = 60.0) -> None:
         if not _IDENTIFIER.fullmatch(table):
             raise ValueError(f"{table!r} is not a plain PostgreSQL identifier")
         self.dsn = dsn
         self.table = table
+        self.wait_s = wait_s
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                return psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+            except psycopg.OperationalError as exc:
+                if time.monotonic() >= deadline:
+                    first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                    raise DatabaseUnavailable(
+                        f"table {self.table}: the database accepted no connection for {self.wait_s:g} s ({first})"
+                    ) from None
+                time.sleep(0.1)
 
     def _query(self, sql: str, *params: Any) -> list[tuple]:
-        import psycopg
         from psycopg import sql as pgsql
 
         statement = pgsql.SQL(sql).format(table=pgsql.Identifier(self.table))
-        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+        with self._connect() as conn:
             cur = conn.execute(statement, params or None)
             return cur.fetchall() if cur.description else []
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from polyperf.build import build, get_app
 from polyperf.common.net import free_port
+from polyperf.common.paths import log_part
 from polyperf.errors import PolyperfError
 from polyperf.measure.count_parse import IoCounts, per_request, request_bytes
 from polyperf.measure.counts import (
@@ -159,10 +160,10 @@ def count_target(
     counter_port = free_port()
     try:
         spec, counter = counting_spec(target.app)
-        build(spec, log_dir=env.log_dir)
+        build(spec, log_dir=log_part(env.log_dir, "builds"))
         server = Server(
             spec,
-            log_dir=env.log_dir,
+            log_dir=log_part(env.log_dir, "servers"),
             cpus=fleet.server_cpus,
             workers=fleet.workers,
             database_url=fleet.database_url,
@@ -170,7 +171,7 @@ def count_target(
             env={**fleet.env, ALLOC_COUNTER_ENV: str(counter_port)},
         )
         with server:
-            by_case, note = _measure(server, target.path, plan, counter_port, env.log_dir)
+            by_case, note = _measure(server, target.path, plan, counter_port, log_part(env.log_dir, "counts"))
     except PolyperfError as exc:
         env.note_problem(f"{case} {target.key}: {exc}")
         return False

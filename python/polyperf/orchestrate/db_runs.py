@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from polyperf.common.redact import redact
 from polyperf.load.post_probe import PostProbe
 from polyperf.measure.database import ConnectionProbe, is_db_bound
 from polyperf.measure.device_table import (
+    DatabaseUnavailable,
     DeviceTable,
     RowsCheck,
     check_rows,
@@ -99,12 +100,15 @@ class PostRuns:
         witness: PostProbe | None = None,
         per_request: bool = False,
         pss: bool = False,
+        settle: Callable[[], None] | None = None,
     ) -> tuple[Measurement | None, RowsCheck | None]:
         """oha, every request the same POST; ends after `requests` requests (so none is cut off and the
         count is exact), or at `bound_s` if slower than planned (cut-off requests then count as ambiguous).
         `witness`: a probe (not yet started, sending the same body) run alongside; its ids are checked one
         by one, its failures count as ambiguous. `per_request`: oha keeps every request (`extra["requests_db"]`);
-        `pss`: PostgreSQL's summed PSS is read after the run (costly with hundreds of backends)."""
+        `pss`: PostgreSQL's summed PSS is read after the run (costly with hundreds of backends). `settle`: called
+        once the load has ended, while the witness still runs and before any row is read (the restart cases wait
+        there until PostgreSQL is back and answering). Returns the check None when the rows could not be read."""
         options: dict[str, Any] = {"connections": connections, "method": "POST", "body": json.dumps(self.body)}
         if rate is not None:
             options["rate"] = rate
@@ -124,12 +128,19 @@ class PostRuns:
                 drain=witness is None,  # the witness's own connection is open by design
                 **options,
             )
+            if settle is not None:
+                settle()
         if m is None:
             return m, None
         acked, ambiguous = load_counts(m.load)
         seen = parse_request_lines(witness.lines if witness else [])
+        try:
+            found = self.table(target).rows_after(mark)
+        except DatabaseUnavailable as exc:
+            self.unchecked(target, case, repeat, acked + len(seen.acked), ambiguous + seen.ambiguous, exc)
+            return m, None
         check = check_rows(
-            self.table(target).rows_after(mark),
+            found,
             acked_count=acked + len(seen.acked),
             ambiguous=ambiguous + seen.ambiguous,
             acked=seen.acked,
@@ -177,13 +188,29 @@ class PostRuns:
         if m is None:
             return None, None, None
         seen = read_request_logs(m.load.extra.get("requests_logs", []))
-        check = check_rows(
-            self.table(target).rows_after(mark), acked_count=len(seen.acked), ambiguous=seen.ambiguous, acked=seen.acked
-        )
+        try:
+            found = self.table(target).rows_after(mark)
+        except DatabaseUnavailable as exc:
+            self.unchecked(target, case, repeat, len(seen.acked), seen.ambiguous, exc)
+            return m, None, seen
+        check = check_rows(found, acked_count=len(seen.acked), ambiguous=seen.ambiguous, acked=seen.acked)
         self.record_check(
             target, m, check, probe, case=case, repeat=repeat, duration=duration, options=options, params=params
         )
         return m, check, seen
+
+    def unchecked(
+        self, target: Target, case: str, repeat: int, acked: int, ambiguous: int, why: DatabaseUnavailable
+    ) -> None:
+        """A run whose rows could not be read: a problem of the run, said with the reason. Its requests still
+        count in the whole run's check (acknowledged as acknowledged, the rest as ambiguous), so the rows they
+        inserted are never taken for phantoms."""
+        total = self.totals.setdefault(target.key, [0, 0])
+        total[0] += acked
+        total[1] += ambiguous
+        self.env.note_problem(
+            f"{case} {target.key} (repeat {repeat}): rows not checked, {acked} acknowledged POSTs unverified: {why}"
+        )
 
     def record_check(
         self,

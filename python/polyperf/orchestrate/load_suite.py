@@ -6,9 +6,11 @@ and log tail, a driver that fails is noted, and the other targets go on; `proble
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import secrets
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -16,6 +18,7 @@ from typing import Any, TypedDict, TypeVar, Unpack
 import psutil
 
 from polyperf.common.cpus import cpu_label
+from polyperf.common.paths import log_part
 from polyperf.errors import PolyperfError, ServerFailed
 from polyperf.load import DRIVERS, Bounds, LoadFailed, LocustOptions, OhaOptions, WrkOptions
 from polyperf.measure.count_parse import IoCounts
@@ -216,7 +219,7 @@ class LoadEnv:
                 url,
                 bounds=bounds,
                 client_cpus=self.client_cpus,
-                log_dir=self.log_dir,
+                log_dir=log_part(self.log_dir, "load", driver),
                 on_spawn=on_spawn,
                 alive=server.check_alive,
                 **options,
@@ -240,10 +243,18 @@ class LoadEnv:
         except ServerFailed as exc:
             self.fleet.drop(target.key, str(exc))
             self.problems.append(f"{where}: server died: {exc}")
+            self._log_run(driver, f"{where}: server died: {exc}")
             return None
         except LoadFailed as exc:
             self.problems.append(f"{where}: {exc}")
+            self._log_run(driver, f"{where}: failed: {exc}")
             return None
+        load = m.load
+        self._log_run(
+            driver,
+            f"{where}: {load.requests} requests in {load.duration:.2f} s, {load.failures} failed"
+            f"{', client-bound' if m.client_bound else ''}{'' if keep else ' (not recorded)'}",
+        )
         budget_rows, saturated = self._budget_rows(target, m, before)
         self.last_client_bound = m.client_bound or not saturated
         if keep:
@@ -264,6 +275,11 @@ class LoadEnv:
                 params=run_params,
             )
         return m
+
+    def _log_run(self, driver: str, line: str) -> None:
+        """`logs/<driver>.log`: one line per run of that generator (its raw files are in `logs/load/<driver>/`)."""
+        with contextlib.suppress(OSError), (self.log_dir / f"{driver}.log").open("a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
     def _run_params(self, target: Target, m: Measurement, quiet: Quiet | None, repeat: int) -> dict[str, Any]:
         """What a run's rows carry besides the driver's options: the CPU split as it really was, where the

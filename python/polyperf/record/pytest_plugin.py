@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import secrets
 import signal
@@ -411,6 +412,22 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list[Any], output_json: dict) -> None:
     for bench in benchmarks:  # any result not yet written after its test (none, normally)
         _write_benchmark(config, bench)
+    _keep_earlier_benchmarks(config, output_json)
+
+
+def _keep_earlier_benchmarks(config: pytest.Config, output_json: dict) -> None:
+    """`polyperf run` runs one pytest session per suite into one run: each session's benchmark.json holds the
+    benchmarks of the sessions before it too (a benchmark of this session replaces its namesake)."""
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is None or config.option.benchmark_json != str(run_dir / "benchmark.json"):
+        return
+    try:
+        earlier = json.loads((run_dir / "benchmark.json").read_text(encoding="utf-8")).get("benchmarks", [])
+    except (OSError, ValueError, AttributeError):
+        return
+    mine = {b.get("fullname") for b in output_json.get("benchmarks", [])}
+    kept = [b for b in earlier if isinstance(b, dict) and b.get("fullname") not in mine]
+    output_json["benchmarks"] = [*kept, *output_json.get("benchmarks", [])]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

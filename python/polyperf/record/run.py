@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from polyperf.common.atomic import write_text_atomic
+from polyperf.common.paths import LOGS_GUIDE
 from polyperf.record.env import RunEnv, add_note, collect_env, merge_additions, owned_elsewhere, read_env, write_env
 from polyperf.record.recorder import Recorder
 from polyperf.record.run_dir import (
@@ -66,6 +67,7 @@ class Run:
         write_text_atomic(run_dir / ENV, json.dumps(record.as_json(), indent=2, sort_keys=True, default=str) + "\n")
         if latest:
             point_latest(run_dir)
+        log_line(run_dir, LOGS_GUIDE)
         return cls(run_dir, created=True)
 
     @classmethod
@@ -112,8 +114,14 @@ class Run:
         write_text_atomic(self.run_dir / PROGRESS, json.dumps(dict(state)))
 
     def write_durations(self, durations: Mapping[str, float]) -> None:
-        """`durations.json`: seconds per test, the next run's estimate of what remains."""
-        write_text_atomic(self.run_dir / DURATIONS, json.dumps(dict(durations), indent=0))
+        """`durations.json`: seconds per test, the next run's estimate of what remains (added to those of the
+        run's earlier pytest sessions: `polyperf run` runs one per suite)."""
+        try:
+            earlier = json.loads((self.run_dir / DURATIONS).read_text())
+        except (OSError, ValueError):
+            earlier = {}
+        merged = {**(earlier if isinstance(earlier, dict) else {}), **durations}
+        write_text_atomic(self.run_dir / DURATIONS, json.dumps(merged, indent=0))
 
     # --- stopping ---------------------------------------------------------------------------------------------
     def mark_interrupted(self, name: str) -> None:

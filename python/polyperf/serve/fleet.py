@@ -13,6 +13,7 @@ from typing import Any
 
 from polyperf.build import build, get_app
 from polyperf.common import steps
+from polyperf.common.paths import log_part
 from polyperf.errors import PolyperfError
 from polyperf.serve.cpu_account import CpuAccount, account_support, remove_stale
 from polyperf.serve.cpu_budget import CpuBudget, threads_for_budget
@@ -97,7 +98,7 @@ class Fleet:
             try:
                 app, _variant = get_app(target.app)
                 if target.binary is None:
-                    build(target.app, log_dir=self.log_dir)
+                    build(target.app, log_dir=log_part(self.log_dir, "builds"))
                 server = self._start_server(target)
                 self._cgroups(target.key, server)
                 if (target.app, target.binary) not in verified:  # one binary, verified once (checks take ~1.5 s)
@@ -113,7 +114,7 @@ class Fleet:
     def _start_server(self, target: Target) -> Server:
         server = Server(
             target.app,
-            log_dir=self.log_dir,
+            log_dir=log_part(self.log_dir, "servers"),
             cpus=self.server_cpus,
             workers=self.workers,
             database_url=self.database_url,

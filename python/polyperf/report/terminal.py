@@ -1,0 +1,61 @@
+"""The answers of a run for a terminal: one line per claim (its two-part headline, the measured value with its
+interval and n), counts by outcome, what was not measured and why, for a machine without a browser (SSH, CI).
+`polyperf run` prints it after each suite and at the end; the report's verdict table says the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from polyperf.analyse.claims import Verdict, evaluate
+from polyperf.report.view import VerdictRow, verdict_counts, verdict_rows
+
+__all__ = ["answers_text", "run_verdicts"]
+
+_SHORT = {"reproduced": "reproduced", "not reproduced": "NOT reproduced", "inconclusive": "inconclusive"}
+
+
+def run_verdicts(table: pd.DataFrame) -> list[Verdict]:
+    """The built-in claims of the suites the table holds, judged on it (one family, as the report does)."""
+    suites = set(table["suite"].dropna()) if "suite" in table else set()
+    return [v for v in evaluate(table) if v.claim.suite in suites]
+
+
+def _line(row: VerdictRow) -> str:
+    """Never cut: a headline cut to the terminal's width is an answer lost (a terminal wraps it)."""
+    measured = f"{row.measured} [{row.interval}]" if row.interval else row.measured
+    text = f"  {_SHORT.get(row.verdict, row.verdict):<14} {row.id}: {row.verdict_text or row.verdict}"
+    detail = f"  {'':<14} measured {measured}, n = {row.n}" if row.measured not in ("", "–") else ""
+    return "\n".join(part for part in (text, detail) if part)
+
+
+def answers_text(
+    verdicts: Iterable[Verdict],
+    *,
+    done: Sequence[str],
+    total: int,
+    notes: Sequence[str] = (),
+    new: Sequence[str] | None = None,
+    env: Mapping[str, Any] | None = None,
+) -> str:
+    """`done` suites of `total`; `new`: show only the claims of these suites (the counts cover every suite
+    done). Claims that were not measured say why; the run's notes say what it left out."""
+    verdicts = list(verdicts)
+    counts = verdict_counts(verdicts)
+    said = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+    head = f"polyperf: answers after {len(done)} of {total} suites ({', '.join(done)}): {said or 'no claims yet'}"
+    rows = [r for r in verdict_rows(verdicts) if new is None or r.suite in new]
+    measured = [r for r in rows if r.verdict != "not measured"]
+    missing = [r for r in rows if r.verdict == "not measured"]
+    lines = [head, *(_line(r) for r in measured)]
+    if missing:
+        lines.append("  not measured:")
+        lines += [f"    {r.id}: {r.reason}" for r in missing]
+    if notes:
+        lines.append("  left out of this run:")
+        lines += [f"    {note}" for note in notes]
+    if env and env.get("interrupted"):
+        lines.append(f"  the run was interrupted ({env['interrupted']}): these answers hold only what was measured")
+    return "\n".join(lines)
