@@ -189,15 +189,24 @@ def _combined(codes: Sequence[int]) -> int:
     return next((c for c in ran if c != 0), 0)
 
 
-def _answers(run_dir: Path, done: Sequence[str], total: int, *, final: bool, quiet: bool) -> Path | None:
-    """After a suite: the table finalized, the report and summary rewritten, the answers so far printed."""
+def _answers(
+    run_dir: Path, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float
+) -> Path | None:
+    """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
+    in the run's log: the README's "first answers after" figures come from there)."""
     from polyperf.report import write_report
     from polyperf.report.terminal import answers_text, run_verdicts
 
+    begun = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end
         table = finalize_run(run_dir)
         report_path = write_report(run_dir)
+    log_line(
+        run_dir,
+        f"answers after {len(done)} of {total} suites ({done[-1] if done else 'none'}): shown "
+        f"{time.monotonic() - started:.0f} s after the start (report written in {time.monotonic() - begun:.1f} s)",
+    )
     if not quiet:
         env = load_env(run_dir)
         new = None if final else done[-1:]
@@ -253,7 +262,8 @@ def run(
             if interrupted:
                 break
             if report and not last:
-                report_path = _answers(run_dir, names[: index + 1], len(names), final=False, quiet=quiet)
+                done = names[: index + 1]
+                report_path = _answers(run_dir, done, len(names), final=False, quiet=quiet, started=started)
     code = _combined(codes)
     if code == 0 and not interrupted and len(codes) == len(files):  # a failed or cut-short run is no estimate
         steps.record(key, time.monotonic() - started)
@@ -262,7 +272,7 @@ def run(
         print(f"polyperf: {unreadable_note(len(skipped))}", file=sys.stderr, flush=True)
     # a SIGHUP means the terminal is gone: keep what was measured and leave the report to `polyperf report`
     if report and interrupted != "SIGHUP":
-        report_path = _answers(run_dir, names[: len(codes)], len(names), final=True, quiet=quiet)
+        report_path = _answers(run_dir, names[: len(codes)], len(names), final=True, quiet=quiet, started=started)
     if not interrupted:
         _add_to_history(run_dir, quiet)
     return RunOutcome(run_dir, code, report_path, interrupted)
