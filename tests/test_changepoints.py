@@ -115,11 +115,27 @@ def test_whole_numbers_are_never_taken_for_exact_counts_in_history_compare_or_th
     ).assign(run_id=lambda f: f["git_commit"], exact=True)  # a store's all-whole flag is not read
     changes = series_changes(rows, metric_info=metric_info)
     assert len(changes) <= 1 and not changes["exact"].any()
-    # compare: three runs of 12 ms against three of 13 ms are too few to test, not an exact difference
+    # compare: three runs of 12 ms against three of 13 ms are too few to test, not an exact difference; six a
+    # side are tested (a p-value), where an exact count would be labelled without one
     twelve = np.array([12.0, 12.0, 12.0])
+    assert compare._label(twelve, twelve + 1, "seconds", "s", compare.LOWER, 0.05)[0] == "too few samples"
+    twelve = np.full(6, 12.0)
     label, p_value = compare._label(twelve, twelve + 1, "seconds", "s", compare.LOWER, 0.05)
-    assert label == "too few samples"
+    assert label == "regressed" and 0 < p_value < 0.05
     # the verdicts: whole counts of a metric the catalogue calls sampled (requests in a timed window) are sampled
     counted = pd.DataFrame({"metric": "requests", "unit": "count", "value": [1200.0, 1185.0, 1210.0]})
     assert not claims._is_exact(counted)
     assert claims._is_exact(counted.assign(metric="read_syscalls"))
+
+
+def test_one_step_is_no_creep_but_a_staircase_is() -> None:
+    from polyperf.analyse.creep import find_creep
+
+    rng = np.random.default_rng(9)
+    step = _history(rng, 30, 15, 0.10, 0.02)
+    assert find_creep(step) is not None  # a trend test alone takes a step for a drift
+    assert find_creep(step, steps=[(15, 0.10)]) is None  # the confirmed change explains it
+    stairs = np.repeat([1.0, 1.04, 1.08], 10) * rng.lognormal(0, 0.01, 30)
+    creep = find_creep(stairs, steps=[(10, 0.04), (20, 0.04)])
+    assert creep is not None and creep.drift > 0.05 and creep.slope_low > 0
+    assert find_creep(stairs, steps=[(10, 0.04), (20, -0.04)]) is None  # steps both ways: no single drift

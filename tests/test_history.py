@@ -169,3 +169,71 @@ def test_the_page_opens_cleanly_in_chromium(browser, history_out: Path) -> None:
     finally:
         page.close()
     assert not problems, problems
+
+
+def _states_history(commits: int = 40):
+    """A history with each state a page shows: two series that moved at one commit (a group), a step three commits
+    before the newest (pending), and a creeping series; found by the real detectors, not written in."""
+    import pandas as pd
+
+    from polyperf.analyse.changepoints import series_changes
+    from polyperf.analyse.creep import series_creep
+    from polyperf.record.catalogue import metric_info
+    from polyperf.report.history import History
+
+    rng = np.random.default_rng(33)
+    order = np.arange(commits)
+    shapes = {
+        "grouped_a": np.where(order >= 20, 1.3, 1.0),
+        "grouped_b": np.where(order >= 20, 1.2, 1.0),
+        "pending": np.where(order >= commits - 3, 1.5, 1.0),
+        "creeping": 1.004 ** np.clip(order - 10, 0, None),
+    }
+    rows = []
+    for variant, shape in shapes.items():
+        noise = 0.02
+        for i, value in enumerate(shape * rng.lognormal(0, noise, commits)):
+            rows.append(
+                {"series_id": variant, "suite": "states", "case": "parse", "implementation": "x"}
+                | {"variant": variant, "driver": "", "metric": "seconds", "unit": "s", "params": "{}"}
+                | {"value": value, "low": np.nan, "high": np.nan, "git_commit": f"{i:02d}" * 20, "run_id": f"r{i}"}
+            )
+    points = pd.DataFrame(rows)
+    changes = series_changes(points, metric_info=metric_info)
+    for column in ("suite", "case", "implementation", "variant", "driver", "unit", "params"):
+        changes[column] = changes["series_id"].map(points.drop_duplicates("series_id").set_index("series_id")[column])
+    creep = series_creep(points, changes, metric_info=metric_info)
+    verdicts = pd.DataFrame(columns=["claim", "unit", "measured", "ci_low", "ci_high", "verdict", "git_commit"])
+    commit_ids = [f"{i:02d}" * 20 for i in range(commits)]
+    return History("m", points, verdicts, changes, pd.DataFrame(), commit_ids, creep)
+
+
+def test_the_page_shows_pending_confirmed_creeping_and_grouped_changes(tmp_path: Path) -> None:
+    history = _states_history()
+    states = history.changes.groupby("series_id")["state"].agg(set).to_dict()
+    assert states["grouped_a"] == states["grouped_b"] == {"confirmed"} and states["pending"] == {"pending"}
+    # a creep strong enough to be carved into a staircase of confirmed steps is reported as creep too
+    assert list(history.creep["series_id"]) == ["creeping"] and states.get("creeping", {"confirmed"}) == {"confirmed"}
+    page = write_history_page(history, tmp_path / "history.html").read_text()
+    assert page.count('class="change regression pending"') == 1
+    assert page.count('class="change regression confirmed"') == len(history.changes) - 1
+    assert page.count('<rect class="creep"') == 1 and 'class="creep-note">creep: +0.' in page
+    assert '<section class="item group confirmed">' in page and "2 series between 1919191919" in page
+    assert 'href="#series-grouped_a"' in page and 'href="#series-grouped_b"' in page
+
+
+@pytest.mark.slow
+def test_the_states_read_in_chromium(browser, tmp_path: Path) -> None:
+    from test_report_browser import open_page
+
+    page, problems = open_page(browser, write_history_page(_states_history(), tmp_path / "history.html"))
+    try:
+        assert page.locator("section.group").count() == 1
+        assert page.locator("line.change.pending").count() == 1 and page.locator("li.pending").count() == 1
+        assert page.locator("rect.creep").count() == 1 and page.locator("p.creep-note").is_visible()
+        assert "1 of them pending" in page.locator("span.summary").inner_text()
+        page.locator("section.group a").first.click()
+        assert page.url.endswith("#series-grouped_a") and page.locator("#series-grouped_a").is_visible()
+    finally:
+        page.close()
+    assert not problems, problems

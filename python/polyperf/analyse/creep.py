@@ -7,6 +7,10 @@ small n without ties, tie-corrected otherwise), and Sen's slope is the Theil-Sen
 relative change per commit. A drift is reported at p <= 0.005 when the Sen slope over the window adds up to at least
 1%. On noise (tests/test_change_rates.py) that flags under 1% of series per check; a 0.3%-per-commit creep over 30
 commits at 3% noise is flagged in about 90% of trials.
+
+A confirmed change inside the window explains a trend by itself, so one step is never creep. A strong creep is also
+carved by change detection into a staircase of steps; two or more confirmed changes in the window, all in the
+drift's direction, are reported as creep as well as changes.
 """
 
 from __future__ import annotations
@@ -45,15 +49,16 @@ def find_creep(
     values: Sequence[float],
     *,
     commits: int = CREEP_COMMITS,
-    after: int = 0,
+    steps: Sequence[tuple[int, float]] = (),
     max_pvalue: float = CREEP_PVALUE,
     min_drift: float = MIN_DRIFT,
 ) -> Creep | None:
-    """The drift over the newest `commits` points (and after index `after`: a confirmed step is no creep), or
-    None when there is none or too few points to tell."""
+    """The drift over the newest `commits` points, or None when there is none or too few points to tell. `steps`:
+    the series' confirmed changes as (index, relative size)."""
     data = np.asarray(values, dtype=float)
-    start = max(data.size - commits, after, 0)
+    start = max(data.size - commits, 0)
     window = data[start:]
+    inside = [size for index, size in steps if start < index < data.size]
     if window.size < MIN_POINTS or not np.all(window > 0) or np.all(window == window[0]):
         return None
     logs, order = np.log(window), np.arange(window.size, dtype=float)
@@ -63,8 +68,10 @@ def find_creep(
         return None
     slope, _intercept, low, high = theilslopes(logs, order, 0.95)
     drift = math.expm1(slope * (window.size - 1))
-    if abs(drift) < min_drift:
+    if abs(drift) < min_drift or len(inside) == 1:
         return None
+    if inside and not all(np.sign(size) == np.sign(drift) for size in inside):
+        return None  # steps both ways: no single drift
     return Creep(start, data.size, math.expm1(slope), math.expm1(low), math.expm1(high), drift, p_value)
 
 
@@ -77,16 +84,15 @@ def series_creep(
     commits: int = CREEP_COMMITS,
 ) -> pd.DataFrame:
     """The creep of every measured series in `points` (columns: `key`, `value`, `git_commit`, optionally `metric`;
-    rows in commit order within a series), counted after its newest confirmed change in `changes`. Exact counts are
-    left out: any difference of theirs is already a change."""
+    rows in commit order within a series), judged with its confirmed changes in `changes`. Exact counts are left
+    out: any difference of theirs is already a change."""
     from polyperf.analyse.changepoints import better_of, label
 
-    after: dict[tuple, int] = {}
+    steps: dict[tuple, list[tuple[int, float]]] = {}
     if not changes.empty:
         confirmed = changes[changes["state"] == "confirmed"] if "state" in changes else changes
         for row in confirmed.itertuples(index=False):
-            ident = tuple(getattr(row, k) for k in key)
-            after[ident] = max(after.get(ident, 0), int(row.index))
+            steps.setdefault(tuple(getattr(row, k) for k in key), []).append((int(row.index), float(row.change)))
     records = []
     for ident, group in points.groupby(list(key), sort=False):
         ident = ident if isinstance(ident, tuple) else (ident,)
@@ -96,7 +102,7 @@ def series_creep(
             continue
         values = group["value"].to_numpy(dtype=float)
         values = values[np.isfinite(values)]
-        found = find_creep(values, commits=commits, after=after.get(ident, 0))
+        found = find_creep(values, commits=commits, steps=steps.get(ident, ()))
         if found is None:
             continue
         commits_of = group["git_commit"].to_numpy(dtype=object)[np.isfinite(group["value"].to_numpy(dtype=float))]

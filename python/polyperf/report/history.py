@@ -4,6 +4,7 @@ one machine fingerprint, with their change points (`analyse.changepoints`). The 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,7 +156,13 @@ def group_changes(changes: pd.DataFrame, name: Callable[[pd.Series], str]) -> li
                 "improvements": int(labels.get("improvement", 0)),
                 "state": "pending" if "pending" in states else "confirmed",
                 "series": [
-                    {"name": name(row), "label": row["label"], "change": row["change"]} for _, row in rows.iterrows()
+                    {
+                        "name": name(row),
+                        **{k: row[k] for k in ("series_id", "claim") if k in row and isinstance(row[k], str)},
+                        "label": row["label"],
+                        "change": float(row["change"]) if math.isfinite(row["change"]) else None,
+                    }
+                    for _, row in rows.iterrows()
                 ],
             }
         )

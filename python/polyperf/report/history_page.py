@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from polyperf.analyse.changepoints import p_text
 from polyperf.common.atomic import write_text_atomic
 from polyperf.common.units import format_value
-from polyperf.report.history import History
+from polyperf.report.history import History, group_changes, series_name
 from polyperf.report.templating import render_template
 
 __all__ = ["MAX_SERIES", "write_history_page"]
@@ -37,8 +37,18 @@ class Chart:
     title: str
     subtitle: str
     svg: Markup
-    changes: list[str]
+    changes: list[tuple[str, str]]  # (CSS classes: label and state, text) per change
     verdicts: list[tuple[str, str, str | None]]  # (verdict, commit and run, link) per run, for claims
+    creep: str = ""  # the drift over the newest commits, if any
+
+
+@dataclass(frozen=True)
+class Group:
+    """Changes at one commit across series: one entry, each series linked to its chart."""
+
+    title: str
+    state: str
+    series: list[tuple[str, str, str]]  # (anchor, name, label and size)
 
 
 def _link(report: object, page_dir: Path) -> str | None:
@@ -58,7 +68,9 @@ def _scale(values: np.ndarray, lo: float, hi: float, a: float, b: float) -> np.n
     return a + (values - lo) / span * (b - a)
 
 
-def _svg(points: pd.DataFrame, changes: pd.DataFrame, unit: str, page_dir: Path) -> Markup:
+def _svg(
+    points: pd.DataFrame, changes: pd.DataFrame, unit: str, page_dir: Path, creep: pd.Series | None = None
+) -> Markup:
     values = points["value"].to_numpy(dtype=float)
     lows = points["low"].to_numpy(dtype=float) if "low" in points else np.full(values.size, np.nan)
     highs = points["high"].to_numpy(dtype=float) if "high" in points else np.full(values.size, np.nan)
@@ -72,12 +84,20 @@ def _svg(points: pd.DataFrame, changes: pd.DataFrame, unit: str, page_dir: Path)
         f'<text x="4" y="{PAD / 2 + 4:.0f}" class="axis">{escape(format_value(hi, unit))}</text>',
         f'<text x="4" y="{HEIGHT - PAD + 4:.0f}" class="axis">{escape(format_value(lo, unit))}</text>',
     ]
+    if creep is not None and 0 <= int(creep["start"]) < values.size:
+        x0, x1 = xs[int(creep["start"])], xs[min(int(creep["stop"]), values.size) - 1]
+        parts.append(
+            f'<rect class="creep" x="{x0:.1f}" y="{PAD / 4:.0f}" width="{max(x1 - x0, 1):.1f}" '
+            f'height="{HEIGHT - PAD * 3 / 4:.0f}"><title>{escape(_creep_text(creep))}</title></rect>'
+        )
     for _, change in changes.iterrows():
         x = (xs[int(change["index"]) - 1] + xs[int(change["index"])]) / 2
         colour = COLOURS.get(str(change["label"]), COLOURS["change"])
+        state = str(change.get("state", "confirmed"))
+        dash = "2 4" if state == "pending" else "4 3"
         parts.append(
-            f'<line class="change {escape(change["label"])}" x1="{x:.1f}" x2="{x:.1f}" y1="{PAD / 4:.0f}" '
-            f'y2="{HEIGHT - PAD / 2:.0f}" stroke="{colour}" stroke-dasharray="4 3"/>'
+            f'<line class="change {escape(change["label"])} {escape(state)}" x1="{x:.1f}" x2="{x:.1f}" '
+            f'y1="{PAD / 4:.0f}" y2="{HEIGHT - PAD / 2:.0f}" stroke="{colour}" stroke-dasharray="{dash}"/>'
         )
     ys, ylo, yhi = y(values), y(lows), y(highs)
     path = " ".join(f"{'M' if i == 0 else 'L'}{xs[i]:.1f},{ys[i]:.1f}" for i in range(values.size))
@@ -98,6 +118,23 @@ def _svg(points: pd.DataFrame, changes: pd.DataFrame, unit: str, page_dir: Path)
     return Markup("".join(parts))
 
 
+def _creep_text(creep: pd.Series) -> str:
+    return (
+        f"creep: {creep['slope']:+.2%} per commit [{creep['slope_low']:+.2%}, {creep['slope_high']:+.2%}] (Sen), "
+        f"{creep['drift']:+.1%} over the newest {int(creep['points'])} commits (Mann-Kendall p = "
+        f"{creep['p_value']:.1g}), {creep['label']}"
+    )
+
+
+def _change_item(change: pd.Series, unit: str) -> tuple[str, str]:
+    state = str(change.get("state", "confirmed"))
+    text = _change_text(change, unit)
+    if state == "pending":
+        after = int(change["points_after"])
+        text += f"; pending: {after} point{'' if after == 1 else 's'} after it, not yet confirmed"
+    return f"{change['label']} {state}", text
+
+
 def _change_text(change: pd.Series, unit: str) -> str:
     interval = (
         f" [{change['change_low']:+.1%}, {change['change_high']:+.1%}]" if math.isfinite(change["change_low"]) else ""
@@ -113,12 +150,16 @@ def _change_text(change: pd.Series, unit: str) -> str:
 
 def _series_charts(history: History, page_dir: Path) -> tuple[list[Chart], int]:
     changed = set(history.changes["series_id"]) if not history.changes.empty else set()
+    creeping = history.creep.set_index("series_id") if not history.creep.empty else pd.DataFrame()
+    changed |= set(creeping.index)
     groups = list(history.points.groupby("series_id", sort=False))
     groups.sort(key=lambda g: (g[0] not in changed, tuple(str(v) for v in g[1].iloc[0][["suite", "case", "metric"]])))
     charts = []
     for series_id, points in groups[:MAX_SERIES]:
         first = points.iloc[0]
-        changes = history.changes[history.changes["series_id"] == series_id] if changed else pd.DataFrame()
+        changes = history.changes
+        changes = changes[changes["series_id"] == series_id] if not changes.empty else pd.DataFrame()
+        creep = creeping.loc[series_id] if series_id in creeping.index else None
         name = " · ".join(str(first[c]) for c in ("suite", "case", "implementation", "variant", "driver") if first[c])
         params = "" if first["params"] in ("{}", "") else f" {first['params']}"
         charts.append(
@@ -126,9 +167,10 @@ def _series_charts(history: History, page_dir: Path) -> tuple[list[Chart], int]:
                 f"series-{series_id}",
                 f"{name}: {first['metric']}",
                 f"{first['unit']}{params}; {len(points)} runs",
-                _svg(points, changes, str(first["unit"]), page_dir),
-                [_change_text(c, str(first["unit"])) for _, c in changes.iterrows()],
+                _svg(points, changes, str(first["unit"]), page_dir, creep),
+                [_change_item(c, str(first["unit"])) for _, c in changes.iterrows()],
                 [],
+                _creep_text(creep) if creep is not None else "",
             )
         )
     return charts, max(0, len(groups) - MAX_SERIES)
@@ -154,11 +196,34 @@ def _claim_charts(history: History, page_dir: Path) -> list[Chart]:
                 str(claim),
                 f"{latest['suite']} · {latest['kind']} · newest verdict: {latest['verdict']}",
                 svg,
-                [_change_text(c, unit) for _, c in changes.iterrows()],
+                [_change_item(c, unit) for _, c in changes.iterrows()],
                 verdicts,
             )
         )
     return charts
+
+
+def _groups(history: History) -> list[Group]:
+    """Commits that moved more than one series or claim, the most first."""
+    frames = [f for f in (history.changes, history.claim_changes) if not f.empty]
+    if not frames:
+        return []
+    changes = pd.concat(frames, ignore_index=True)
+    out = []
+    for group in group_changes(changes, series_name):
+        if group["count"] < 2:
+            continue
+        series = []
+        for entry in group["series"]:
+            anchor = f"claim-{entry['claim']}" if entry.get("claim") else f"series-{entry.get('series_id')}"
+            size = "changed" if entry["change"] is None else f"{entry['change']:+.1%}"
+            series.append((anchor, entry["name"], f"{entry['label']} {size}"))
+        title = (
+            f"{group['count']} series between {str(group['commit_before'])[:10]} and "
+            f"{str(group['commit_after'])[:10]}: {group['regressions']} regressed, {group['improvements']} improved"
+        )
+        out.append(Group(title, group["state"], series))
+    return out
 
 
 def write_history_page(history: History, path: Path) -> Path:
@@ -175,6 +240,11 @@ def write_history_page(history: History, path: Path) -> Path:
         series=series,
         hidden=hidden,
         changes=len(history.changes) + len(history.claim_changes),
+        pending=sum(
+            int((f["state"] == "pending").sum()) for f in (history.changes, history.claim_changes) if "state" in f
+        ),
+        groups=_groups(history),
+        creep=len(history.creep),
     )
     write_text_atomic(path, page)
     return path
