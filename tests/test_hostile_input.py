@@ -209,3 +209,40 @@ def test_a_store_password_is_never_printed_nor_logged(tmp_path: Path, capsys, st
 )
 def test_every_form_of_a_secret_is_redacted(text: str) -> None:
     assert "hunter" not in redact(text) and "***" in redact(text)
+
+
+def test_the_go_export_keeps_every_name_on_its_line(tmp_path: Path, capsys) -> None:
+    from polyperf.record import Row
+    from polyperf.record.run_dir import RowWriter, finalize_run
+
+    run = _run(tmp_path / "reports")
+    evil = "x\nBenchmarkForged 1 0 ns/op\u2028\r"
+    RowWriter(run).write(
+        [Row(f"s{evil}", f"c{evil}", f"i{evil}", f"v{evil}", f"m{evil}", 1.0 + r, "s", repeat=r) for r in range(3)]
+    )
+    finalize_run(run)
+    assert main(["export", str(run), "--format", "gobench"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert not [line for line in lines if "Forged" in line.split(" ")[0] and not line.startswith("BenchmarkS")]
+    assert all(line.startswith(("#", "Unit ", "Benchmark")) for line in lines)
+    benchmarks = [line for line in lines if line.startswith("Benchmark")]
+    assert sum("Forged" in line for line in benchmarks) == 3 and all(len(line.split(" ")) == 4 for line in benchmarks)
+
+
+def test_a_store_opened_for_reading_reaches_no_other_file(tmp_path: Path) -> None:
+    import duckdb
+
+    from polyperf.store import StoreError, add_runs, open_store
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the contents of another file\n")
+    path = tmp_path / "history.duckdb"
+    add_runs(open_store(path), [_run(tmp_path / "reports")])
+    with duckdb.connect(str(path)) as con:  # someone else's store: a view where a table was
+        con.execute("ALTER TABLE runs RENAME TO runs_kept")
+        con.execute(
+            f"CREATE VIEW runs AS SELECT r.* REPLACE (c.content AS profile) FROM runs_kept r, read_text('{secret}') c"
+        )
+    with pytest.raises(StoreError) as caught:
+        open_store(path).runs()
+    assert "another file" not in str(caught.value) and "\n" not in str(caught.value)

@@ -158,7 +158,8 @@ def to_github_action_benchmark(series: list[Series], tool: str) -> tuple[list[di
 def _go_unit(s: Series, series: list[Series]) -> str:
     """The Go unit of a series: its metric, so that benchstat keeps metrics apart and `Unit` lines can say which
     way each is better (a metric found in two units gets the unit appended)."""
-    return s.metric if _only_unit(series, s.metric) == s.unit else f"{s.metric}[{_part(s.unit)}]"
+    metric = _part(s.metric)  # a row's metric is text from a file: one field, on one line, like the names
+    return metric if _only_unit(series, s.metric) == s.unit else f"{metric}[{_part(s.unit)}]"
 
 
 def to_gobench(series: list[Series], *, run_id: str = "") -> str:

@@ -66,6 +66,14 @@ def _version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0] or 0) if row else 0
 
 
+def _config(write: bool) -> dict[str, Any]:
+    """A store may be someone else's file: opened for reading, its SQL (views, macros) can reach no other file and
+    no network, load no extension, and cannot turn that back on."""
+    if write:
+        return {}
+    return {"enable_external_access": False, "autoload_known_extensions": False, "lock_configuration": True}
+
+
 class DuckDBStore(SqlStore):
     """A history in one DuckDB file; every call opens it, does its work and closes it (so other processes get
     their turn)."""
@@ -107,7 +115,7 @@ class DuckDBStore(SqlStore):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         with _locked(self._lock, write, _wait_seconds()):
             try:
-                con = duckdb.connect(str(self.path), read_only=not write)
+                con = duckdb.connect(str(self.path), read_only=not write, config=_config(write))
             except duckdb.Error as exc:
                 raise StoreError(f"{self.path}: cannot open the history store ({exc})") from None
             try:
