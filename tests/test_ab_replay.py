@@ -45,12 +45,14 @@ def test_identical_sides_decide_no_change_at_the_first_interval():
 def test_an_injected_change_is_caught_on_the_injected_series_only():
     a = np.exp(np.random.default_rng(2).normal(0, 0.1, size=(300, 3)))
     bank = _bank(a, a.copy())
-    s = run_session(bank, np.arange(300), RULE, factor=1.10, injected=2)
+    s = run_session(bank, np.arange(300), RULE, factor=1.10, injected=(2,))
     assert s.verdict == "slower" and s.caught and s.verdicts[2] == "slower"
     assert s.pairs == max(_first_interval(3), RULE.min_pairs)
     # the same change on another series is not a catch of series 2
-    other = run_session(bank, np.arange(300), RULE, factor=1.10, injected=0)
+    other = run_session(bank, np.arange(300), RULE, factor=1.10, injected=(0,))
     assert other.verdicts[2] != "slower" and other.verdicts[0] == "slower"
+    both = run_session(bank, np.arange(300), RULE, factor=1.10, injected=(0, 2))
+    assert both.verdicts == ("slower", "no change", "slower") and both.caught
 
 
 def test_the_budget_is_spent_in_the_drawn_pairs_own_wall_time():
@@ -73,9 +75,9 @@ def test_blocks_are_consecutive_repeats_inside_the_bank():
         draw_blocks(5, 6, 10, np.random.default_rng(0))
 
 
-def _ab_rows(bank: Bank, used: np.ndarray, injected: int, factor: float) -> pd.DataFrame:
+def _ab_rows(bank: Bank, used: np.ndarray, injected: tuple[int, ...], factor: float) -> pd.DataFrame:
     """The rows ab would have recorded for these repeats: one per series, side and repeat."""
-    slowed = np.where(np.arange(len(bank.series)) == injected, factor, 1.0)
+    slowed = np.where(np.isin(np.arange(len(bank.series)), injected), factor, 1.0)
     frames = [
         pd.DataFrame(
             {
@@ -106,7 +108,7 @@ def test_the_replay_judges_as_abs_verdict_table_does():
     stops = set()
     for seed in range(6):
         rows = draw_blocks(400, 10, 200, np.random.default_rng(seed))
-        s = run_session(bank, rows, RULE, factor=1.0 + 0.03 * (seed % 3), injected=seed % 3)
+        s = run_session(bank, rows, RULE, factor=1.0 + 0.03 * (seed % 3), injected=(seed % 3,))
         table = evaluate_pairs(_ab_rows(bank, rows[: s.pairs], s.injected, s.factor), alpha=0.05, threshold=0.02)
         assert tuple(table.sort_values("case")["verdict"]) == s.verdicts
         assert overall(table) == s.verdict

@@ -25,7 +25,7 @@ from typing import Any
 
 from polyperf.ab import _orders, _worker
 from polyperf.analyse.ab import GATED_METRICS
-from polyperf.build.revisions import Revision, prepare
+from polyperf.build.revisions import Revision, RevisionError, prepare
 from polyperf.orchestrate.ab_servers import ServerSides, apps_of
 from polyperf.record.env import collect_cpu, collect_os
 from polyperf.store.records import fingerprint
@@ -33,6 +33,7 @@ from polyperf.store.records import fingerprint
 __all__ = ["COLUMNS", "FAMILIES", "machine", "record"]
 
 FAMILIES = {"micro": ("io_buffering", "bson"), "servers": ("http_frameworks",)}
+FAILURES_ALLOWED = 20  # repeats that may fail (a server that served nothing in a window) before the recording stops
 COLUMNS = ["family", "suite", "series", "repeat", "order", "a", "b", "repeat_wall_s", "started_unix"]
 
 
@@ -72,7 +73,12 @@ def _servers(rev: Revision, work: Path) -> Iterator[tuple[str, list[tuple[str, s
     with ServerSides(list(FAMILIES["servers"]), revs, log_dir=work / "logs") as servers:
         for repeat in iter(int, 1):  # forever; the caller stops
             order, started = next(orders), time.monotonic()
-            rows = servers.measure(repeat, order)
+            try:
+                rows = servers.measure(repeat, order)
+            except RevisionError as exc:  # ab's session would stop here; the bank notes it and goes on
+                print(f"repeat {repeat} failed after {time.monotonic() - started:.1f} s: {exc}", flush=True)
+                yield "".join(order), [], time.monotonic() - started
+                continue
             wall = time.monotonic() - started
             gated = {(r.suite, r.implementation, r.variant): r.value for r in rows if r.metric in GATED_METRICS}
             keys = dict.fromkeys((s, i) for s, i, _v in gated)
@@ -84,7 +90,7 @@ def record(family: str, out: Path, *, minutes: float, rev: Revision, work: Path,
     measure = _micro if family == "micro" else _servers
     out.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + minutes * 60
-    repeats = 0
+    repeats = failed = 0
     with out.open("x", newline="", encoding="utf-8") as handle:  # a fresh file: repeats count from 0
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
@@ -92,6 +98,11 @@ def record(family: str, out: Path, *, minutes: float, rev: Revision, work: Path,
         with contextlib.closing(gen):
             for order, pairs, wall in gen:
                 now = time.time()
+                if not pairs:  # a failed repeat: no pair, and the next repeat keeps the time order
+                    failed += 1
+                    if failed > FAILURES_ALLOWED:
+                        raise RevisionError(f"{failed} repeats failed; the last is in the log above")
+                    continue
                 for suite, series, a, b in pairs:
                     writer.writerow(
                         [family, suite, series, repeats, order, repr(a), repr(b), f"{wall:.3f}", f"{now:.1f}"]

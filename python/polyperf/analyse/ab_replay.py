@@ -11,7 +11,8 @@ Pairs are drawn as a moving-block bootstrap (Künsch 1989): blocks of `block` co
 starting at a uniformly drawn repeat, joined in the order drawn. Within a block, pairs keep their time order, so
 drift and autocorrelation of the shared machine over `block` repeats are replayed as they happened. All series of
 a repeat are drawn together, so their dependence (one process or one duet measures them all) is kept too.
-A change is injected by multiplying B of one series, drawn per session, by `factor`.
+A change is injected by multiplying B by `factor` in one series drawn per session, or in a given set of series
+(the way the extension's test knob slows every case that parses).
 """
 
 from __future__ import annotations
@@ -76,13 +77,13 @@ class Session:
     pairs: int
     seconds: float
     verdicts: tuple[str, ...]  # per series, at the stop
-    injected: int  # the series whose B was multiplied
+    injected: tuple[int, ...]  # the series whose B was multiplied
     factor: float
 
     @property
     def caught(self) -> bool:
-        """The injected series was decided slower (the gate exits 1 on it)."""
-        return self.verdicts[self.injected] == SLOWER
+        """A series whose B was multiplied was decided slower (the gate exits 1 on it)."""
+        return any(self.verdicts[j] == SLOWER for j in self.injected)
 
 
 def draw_blocks(repeats: int, block: int, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -98,13 +99,16 @@ def _overall(verdicts: tuple[str, ...]) -> str:
     return overall(pd.DataFrame({"verdict": list(verdicts)}))
 
 
-def run_session(bank: Bank, rows: np.ndarray, rule: GateRule, *, factor: float = 1.0, injected: int = 0) -> Session:
-    """One gate session on the bank's repeats `rows` (in that order), B of series `injected` times `factor`."""
+def run_session(
+    bank: Bank, rows: np.ndarray, rule: GateRule, *, factor: float = 1.0, injected: Sequence[int] = (0,)
+) -> Session:
+    """One gate session on the bank's repeats `rows` (in that order), B of the series `injected` times `factor`."""
+    injected = tuple(injected)
     wall = np.cumsum(bank.wall_s[rows])
     # the pairs a session can reach: up to the first whose end passes the budget, and the pair limit
     reach = min(int(np.searchsorted(wall, rule.budget_s, side="right")) + 1, rule.max_pairs, len(rows))
     a, b = bank.a[rows[:reach]], bank.b[rows[:reach]].copy()
-    b[:, injected] *= factor
+    b[:, list(injected)] *= factor
     d = np.log(b / a)
     level = rule.alpha / len(bank.series)
     sequences = [median_sequence(d[:, j].tolist(), level) for j in range(d.shape[1])]
@@ -127,15 +131,16 @@ def replay(
     sessions: int,
     block: int,
     rng: np.random.Generator,
+    targets: Sequence[int] | None = None,
     session: Callable[..., Session] = run_session,
 ) -> list[Session]:
-    """`sessions` replayed sessions; each draws its pairs and, when `factor` != 1, the series it slows."""
+    """`sessions` replayed sessions; each draws its pairs, and the one series it slows unless `targets` are given."""
     # enough pairs for the longest session the budget allows on the bank's quickest repeats
     count = min(rule.max_pairs, math.ceil(rule.budget_s / float(bank.wall_s.min())) + 1)
     out = []
     for _ in range(sessions):
         rows = draw_blocks(bank.repeats, block, count, rng)
-        injected = int(rng.integers(len(bank.series)))
+        injected = tuple(targets) if targets is not None else (int(rng.integers(len(bank.series))),)
         out.append(session(bank, rows, rule, factor=factor, injected=injected))
     return out
 
@@ -146,14 +151,15 @@ def _exact(hits: int, n: int) -> tuple[float, float]:
 
 
 def summarise(sessions: Sequence[Session]) -> dict[str, float]:
-    """Alarms (overall "slower"), catches (the injected series slower), undecided sessions, each with its exact
-    (Clopper–Pearson) two-sided 95% interval, and the pairs and minutes to the end of the session."""
+    """Alarms (overall "slower") and catches (the injected series slower), each with its exact (Clopper–Pearson)
+    two-sided 95% interval; undecided and inconsistent sessions; the pairs and minutes to the end of the session."""
     n = len(sessions)
     if n == 0:
         raise ValueError("no sessions to summarise")
     alarms = sum(s.verdict == SLOWER for s in sessions)
     caught = sum(s.caught for s in sessions)
     undecided = sum(s.verdict == UNDECIDED for s in sessions)
+    inconsistent = sum(s.verdict == "inconsistent" for s in sessions)  # pairs that share no median, where ab says so
     pairs = np.array([s.pairs for s in sessions], float)
     minutes = np.array([s.seconds / 60 for s in sessions])
     return {
@@ -168,6 +174,7 @@ def summarise(sessions: Sequence[Session]) -> dict[str, float]:
         "caught_low": _exact(caught, n)[0],
         "caught_high": _exact(caught, n)[1],
         "undecided": undecided,
+        "inconsistent": inconsistent,
         "pairs_median": float(np.median(pairs)),
         "pairs_p90": float(np.quantile(pairs, 0.9)),
         "minutes_median": float(np.median(minutes)),
