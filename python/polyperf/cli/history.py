@@ -149,6 +149,58 @@ def _cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from polyperf.report.history_eval import evaluate_annotated, read_annotated
+
+    if args.k < 0:
+        print(f"polyperf: --k must be 0 or more points (got {args.k})", file=sys.stderr)
+        return 2
+    try:
+        frame = read_annotated(Path(args.annotated))
+    except ValueError as exc:
+        print(f"polyperf: {exc}", file=sys.stderr)
+        return 2
+    result = evaluate_annotated(frame, args.k)
+    s = result.detector
+    if args.json:
+        figures = {"precision": s.precision, "recall": s.recall, "f1": s.f1}
+        print(
+            json.dumps(
+                {
+                    "k": s.k,
+                    "series": s.series,
+                    "annotated_changes": s.truths,
+                    "detections": s.detections,
+                    "matched": s.hits,
+                    **{k: None if math.isnan(v) else v for k, v in figures.items()},
+                    "alerts_valid": result.valid_alerts,
+                    "alerts_invalid": result.invalid_alerts,
+                    "alerts_valid_share": None if math.isnan(result.alerts_valid_share) else result.alerts_valid_share,
+                    "series_with_invalid_alerts": result.series_with_invalid,
+                    "series_without_alerts": result.series_without_alerts,
+                },
+                indent=1,
+            )
+        )
+        return 0
+    alerts = result.valid_alerts + result.invalid_alerts
+    print(
+        f"{s.series} series ({result.series_with_invalid} with invalid alerts, "
+        f"{result.series_without_alerts} without alerts): {_count(s.truths, 'valid change')}"
+    )
+    print(
+        f"polyperf: {_count(s.detections, 'change')} found, {s.hits} within {s.k} points of a valid one: "
+        f"precision {s.precision:.2f}, recall {s.recall:.2f}, F1 {s.f1:.2f}"
+    )
+    print(
+        f"the annotated alerts: {result.valid_alerts} of {_count(alerts, 'alert')} valid "
+        f"(their precision {result.alerts_valid_share:.2f})"
+    )
+    return 0
+
+
 def _cmd_backfill(args: argparse.Namespace) -> int:
     from polyperf.store import add_runs, open_store
     from polyperf.store.backfill import backfill, plan_backfill, this_machine
@@ -215,7 +267,22 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="--fail-on-regression also fails on pending changes (fewer than 5 points after them, not yet confirmed)",
     )
     hist.set_defaults(func=_cmd_history)
-    hist_sub = hist.add_subparsers(dest="history_command", required=False, metavar="[backfill]")
+    hist_sub = hist.add_subparsers(dest="history_command", required=False, metavar="[backfill | evaluate]")
+    evaluate = hist_sub.add_parser(
+        "evaluate",
+        help="score change detection against an annotated history: precision, recall and F1 at k points",
+        description=(
+            "Runs the change detection of `polyperf history` on every series of an annotated table and matches its "
+            "changes (confirmed and pending) to the changes people confirmed, within K points, one to one. Prints "
+            "precision, recall and F1, and beside them the annotated alerts' own valid share. The table is a CSV "
+            "with columns series, value and alert (rows in commit order within a series; alert empty, valid or "
+            "invalid)."
+        ),
+    )
+    evaluate.add_argument("annotated", metavar="ANNOTATED_CSV", help="the annotated history (series,value,alert)")
+    evaluate.add_argument("--k", type=int, default=5, help="tolerance in points (default 5)")
+    evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
+    evaluate.set_defaults(func=_cmd_evaluate)
     back = hist_sub.add_parser(
         "backfill",
         help="run suites at each commit of a range (in worktrees), skipping commits already stored",

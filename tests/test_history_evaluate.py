@@ -1,0 +1,69 @@
+"""`polyperf history evaluate`: detections matched one to one within k points, and the detector scored on the
+synthetic annotated sample in tests/data/annotated_history (made once by tests/make_annotated_history.py; the
+detector's parameters were set on the noise simulations of test_change_rates.py, not on this sample)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import make_annotated_history
+import pytest
+
+from polyperf.analyse.change_scores import matched, score
+from polyperf.cli import main
+
+SAMPLE = Path(__file__).parent / "data" / "annotated_history" / "perfherder_like.csv"
+
+
+def test_matching_is_one_to_one_within_k() -> None:
+    assert matched([10, 11], [10], 5) == 1  # two detections of one change: one true, one false
+    assert matched([16], [10], 5) == 0 and matched([15], [10], 5) == 1
+    assert matched([10, 30], [12, 28], 2) == 2
+    s = score([([10, 11], [10]), ([], [50]), ([7], [])], k=5)
+    assert (s.series, s.truths, s.detections, s.hits) == (3, 2, 3, 1)
+    assert s.precision == pytest.approx(1 / 3) and s.recall == pytest.approx(1 / 2) and s.f1 == pytest.approx(0.4)
+
+
+def test_the_sample_is_what_its_generator_makes(tmp_path: Path) -> None:
+    make_annotated_history.main(tmp_path / "sample.csv")
+    assert (tmp_path / "sample.csv").read_bytes() == SAMPLE.read_bytes()
+
+
+def test_on_the_sample_precision_beats_the_alerts_and_recall_is_at_least_08(capsys) -> None:
+    assert main(["history", "evaluate", str(SAMPLE), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    print(figures)
+    assert figures["series"] >= 50 and figures["k"] == 5
+    assert figures["series_with_invalid_alerts"] > 0 and figures["series_without_alerts"] > 0
+    assert figures["precision"] >= figures["alerts_valid_share"] and figures["recall"] >= 0.8
+
+
+def test_the_text_names_both_precisions(capsys) -> None:
+    assert main(["history", "evaluate", str(SAMPLE), "--k", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "within 1 points of a valid one: precision" in out and "(their precision 0.85)" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("series,value\na,1\n", "missing column alert"),
+        ("series,value,alert\na,1,maybe\n", "alert 'maybe' is not one of: empty, valid, invalid"),
+        ("series,value,alert\na,1,\na,fast,\n", "line 3: value 'fast' is not a finite number"),
+        ("", "not a CSV table"),
+    ],
+)
+def test_bad_tables_are_refused_in_one_line(tmp_path: Path, capsys, content: str | None, message: str) -> None:
+    path = tmp_path / "annotated.csv"
+    if content is not None:
+        path.write_text(content)
+    assert main(["history", "evaluate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("polyperf: ")
+
+
+def test_a_negative_tolerance_is_refused(capsys) -> None:
+    assert main(["history", "evaluate", str(SAMPLE), "--k", "-1"]) == 2
+    assert capsys.readouterr().err == "polyperf: --k must be 0 or more points (got -1)\n"
