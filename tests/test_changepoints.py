@@ -35,11 +35,11 @@ def test_a_10_percent_step_at_3_percent_noise_is_found_within_one_commit() -> No
     assert sizes_hold / found >= 0.85
 
 
-def test_200_commits_of_pure_noise_hold_at_most_one_false_change_on_average() -> None:
+def test_200_commits_of_pure_noise_hold_few_false_changes() -> None:
     rng = np.random.default_rng(7)
     false = [len(find_changes(_history(rng, 200, None, 0.0, 0.03))) for _ in range(TRIALS)]
     print(f"200 commits of 3% noise: {np.mean(false):.2f} false changes on average ({TRIALS} trials), max {max(false)}")
-    assert np.mean(false) <= 1.0
+    assert np.mean(false) <= 0.05  # the bounded rates, noise family by family, are in test_change_rates.py
 
 
 def test_a_step_is_reported_with_its_size_interval_and_significance() -> None:
