@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import math
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -413,3 +414,99 @@ def test_any_claims_file_is_judged_or_refused_in_one_line(case):
             assert named in err or "ids used twice" in err, err
         if code == 0:  # whatever passed the checks also builds
             check_claims_data(data, "x")
+
+
+# --- generated: by field (env.json, results rows, store rows) -------------------------------------------------
+# A document-level fuzz rarely reaches a field that parses and then misleads: here each field of each input polyperf
+# reads from someone else is set to a hostile value on its own, the rest of the input left valid.
+
+_NAMES = st.one_of(
+    st.sampled_from(
+        ["a.b", "os.path", "..", ".", "../x", "a/b", "/etc/passwd", "x\ny", "\u2028", "%s", "<b>x</b>", "--output=x"]
+    ),
+    st.sampled_from(["javascript:alert(1)", "polyperf.report.suites.bson", "__init__", "", " ", "\x00", "é" * 300]),
+    st.text(max_size=12),
+)
+_ENV_FIELDS = ["cpu_model", "cpu_count", "cpu_affinity", "memory_bytes", "kernel", "git_commit", "git_dirty"]
+_ENV_FIELDS += ["profile", "suites", "command", "seed", "suite_seconds", "notes", "interrupted", "schema_version"]
+_ENV_FIELDS += ["polyperf_version", "cpu_quota", "server_cpu_quota", "git_branch", "python", "go"]
+_ROW_COLUMNS = ["suite", "case", "implementation", "variant", "driver", "metric", "unit", "params", "run_id"]
+
+
+def _commands(tmp: Path, run_dir: Path, base: Path) -> list[list[str]]:
+    return [
+        ["report", str(run_dir)],
+        ["verdicts", str(run_dir), "--json"],
+        ["compare", str(base), str(run_dir)],
+        ["export", str(run_dir), "--format", "gobench", "--out", str(tmp / "go.txt")],
+        ["store", "add", str(run_dir), "--store", str(tmp / "history.duckdb")],
+    ]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(field=st.sampled_from(_ENV_FIELDS), value=st.one_of(_SCALARS, _NAMES))
+def test_any_value_of_any_env_json_field_is_read_or_refused_in_one_line(field, value):
+    with tempfile.TemporaryDirectory() as tmp:
+        base, run_dir = _run(Path(tmp), "base"), _run(Path(tmp), "odd")
+        (run_dir / "env.json").write_text(json.dumps({"schema_version": 2, "profile": "smoke", field: value}))
+        for argv in _commands(Path(tmp), run_dir, base):
+            code, out, err = _cli(*argv)
+            _assert_one_line(code, out, err, ("env.json", field, str(run_dir)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(column=st.sampled_from(_ROW_COLUMNS), value=st.one_of(_NAMES, _SCALARS))
+def test_any_value_of_any_results_column_is_read_or_refused_in_one_line(column, value):
+    with tempfile.TemporaryDirectory() as tmp:
+        base, run_dir = _run(Path(tmp), "base"), _run(Path(tmp), "odd")
+        good = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+        with (run_dir / "results.jsonl").open("a", encoding="utf-8", errors="surrogateescape") as fh:
+            for repeat in range(6):
+                fh.write(json.dumps({**good, "repeat": repeat, column: value}) + "\n")
+        finalize_run(run_dir)
+        for argv in _commands(Path(tmp), run_dir, base):
+            code, out, err = _cli(*argv)
+            _assert_one_line(code, out, err, ("results.jsonl", str(run_dir)))
+        outside = [p for p in Path(tmp).rglob("*.png") if p.parent != run_dir / "report" and "base" not in str(p)]
+        assert not outside, outside  # no name writes a figure anywhere but the run's report folder
+
+
+_STORE_TEXT = ["runs.git_commit", "runs.report", "runs.branch", "runs.machine", "runs.env", "runs.suites"]
+_STORE_TEXT += ["series.suite", "series.case", "series.metric", "series.unit", "series.params", "verdicts.claim"]
+_STORE_TEXT += ["verdicts.verdict", "verdicts.unit", "verdicts.reason", "runs.profile", "runs.cpu_model"]
+_STORE_NUMBERS = ["points.value", "points.low", "points.high", "points.n", "samples.value", "runs.commit_time"]
+_STORE_NUMBERS += ["verdicts.measured", "verdicts.ci_low", "verdicts.n", "runs.cores"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    change=st.one_of(
+        st.tuples(st.sampled_from(_STORE_TEXT), _NAMES),
+        st.tuples(
+            st.sampled_from(_STORE_NUMBERS),
+            st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**31), 2**31 - 1)),
+        ),
+    )
+)
+def test_any_value_of_any_store_column_is_shown_or_refused_in_one_line(change):
+    import duckdb
+
+    (column, value) = change
+    table, name = column.split(".")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "history.duckdb"
+        runs = [_run(Path(tmp), f"2026010{i}-000000-aaaa") for i in range(1, 4)]
+        for i, run_dir in enumerate(runs):
+            env = {"schema_version": 2, "profile": "smoke", "git_commit": f"{i + 1:040x}", "cpu_count": 2}
+            (run_dir / "env.json").write_text(json.dumps(env))
+            assert _cli("store", "add", str(run_dir), "--store", str(store))[0] == 0
+        with duckdb.connect(str(store)) as con:  # someone else's store, with one odd value
+            if name in ("n", "cores", "commit_time") and not (isinstance(value, int) and abs(value) < 2**31):
+                value = 0
+            con.execute(f'UPDATE {table} SET "{name}" = ?', [value])
+        code, out, err = _cli("history", "--store", str(store), "--out", tmp, "--html", str(Path(tmp) / "h.html"))
+        _assert_one_line(code, out, err, (str(store),))
+        page = Path(tmp) / "h.html"
+        if page.exists():
+            hrefs = [h for h in re.findall(r'href="([^"]*)"', page.read_text()) if h != "data:,"]
+            assert all(h.startswith(("./", "#")) for h in hrefs), hrefs
