@@ -143,8 +143,8 @@ def _read_and_detect(store: object, args: argparse.Namespace, series: pd.DataFra
     print(
         f"change detection: {points['series_id'].nunique()} series x {points['run_id'].nunique()} commits: "
         f"{found:.1f} s, {cpu:.1f} CPU-s, load {_load()} ({read:.1f} s reading {len(points):,} points); "
-        f"{len(changes)} changes found, "
-        f"{len(at_step)} of them exactly at the 10% step"
+        f"{len(changes)} changes found ({int((changes['state'] == 'pending').sum()) if len(changes) else 0} "
+        f"pending), {len(at_step)} of them exactly at the 10% step"
     )
 
 

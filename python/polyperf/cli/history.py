@@ -18,9 +18,12 @@ STORE_HELP = (
 HISTORY_DESCRIPTION = """\
 Finds change points in every series over commits (one value per run: the median of its repeats) and in every
 claim's measured value, on one machine fingerprint (CPU model, cores, kernel, CPU budget; by default the newest
-run's). Measured values: E-Divisive means with a Student's t-test (Apache Otava) at p <= 0.001; exact counts
+run's). Measured values: candidates from E-Divisive means with a Student's t-test (Apache Otava) at p <= 0.001,
+each confirmed by a Mann-Whitney test at p <= 1e-4 and a shift above 1.5 times the series' own noise; a change with
+fewer than 5 points after it is pending (not gated unless --include-pending). Exact counts (the metric catalogue's)
 change at any difference. Each change: the commits on either side, its size (Hodges-Lehmann ratio of the points
-after over those before, 95% Moses interval) and its p-value; the metric catalogue says regression or improvement.
+after over those before, 95% Moses interval) and its p-value; the catalogue says regression or improvement. Changes
+at one commit are grouped; creep is a Mann-Kendall trend over the newest 30 commits with Sen's slope.
 """
 
 
