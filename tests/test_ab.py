@@ -150,7 +150,8 @@ def _fake_worker(factor: float, interrupt_after: int | None = None):
 
 
 def _options(tmp_path, **kw) -> ABOptions:
-    return ABOptions("HEAD", "HEAD", max_pairs=60, budget_s=60, seed=1, env_b={"X": "1"}, out=tmp_path, **kw)
+    settings = dict(max_pairs=60, budget_s=60, seed=1, env_b={"X": "1"}, out=tmp_path) | kw
+    return ABOptions("HEAD", "HEAD", **settings)
 
 
 def test_the_session_stops_as_soon_as_a_regression_is_decided(tmp_path, monkeypatch):
@@ -228,3 +229,99 @@ def test_a_server_session_catches_a_slowdown_injected_into_b_only(tmp_path, monk
     assert len(gated) == 2 * 2 * outcome.pairs  # two servers a side, every pair whole
     assert all(sorted({p["slot"] for p in g}) == [0, 1] for _r, g in gated.groupby("repeat")["params"])
     assert "Servers: the server's CPU per request" in outcome.markdown and "a duet" in outcome.markdown
+
+
+def _drifting_worker():
+    """Two cases. parse_buffered: B as fast as A for 15 pairs (decided "no change"), then 30% slower: its pairs
+    share no median. other: B noisy (sd 5%), undecided for long, so that the session goes on."""
+    rng = np.random.default_rng(4)
+    calls = {"n": 0}
+
+    def worker(rev, spec, env, log):
+        calls["n"] += 1
+        if spec.get("make_inputs"):
+            return {}
+        step = 1.3 if env and calls["n"] > 2 + 2 * 15 else 1.0
+        value = 1e-3 * step * float(rng.lognormal(0, 0.002))
+        other = 1e-3 * float(rng.lognormal(0, 0.05 if env else 0.002))
+        cases = {"parse_buffered": value, "other": other}
+        return {"io_buffering": {c: {"cpu_seconds": v, "seconds": v, "calls": 5} for c, v in cases.items()}}
+
+    return worker
+
+
+def test_pairs_that_share_no_median_are_inconsistent_never_a_verdict():
+    drift = list(np.linspace(1.0, 1.3, 60) * np.exp(np.random.default_rng(2).normal(0, 0.002, 60)))
+    table = evaluate_pairs(_rows({"drift": drift, "same": [1.0] * 60}), alpha=0.05, threshold=0.03)
+    verdicts = dict(zip(table["case"], table["verdict"], strict=True))
+    assert verdicts["drift"] == "inconsistent" and overall(table) == "inconsistent"
+    assert math.isnan(table.set_index("case").loc["drift", "low"])  # no interval is printed for it
+    slow = evaluate_pairs(_rows({"drift": drift, "slow": [1.5] * 60}), alpha=0.05, threshold=0.03)
+    assert overall(slow) == "slower"  # a decided regression outranks it
+    assert "**inconsistent**" in to_markdown(table, dict(base="a", head="b", seed=1, pairs=60, elapsed_s=1.0,
+                                                         stopped="x", summary="s"))  # fmt: skip
+
+
+def _pinned(monkeypatch) -> None:
+    """Both revisions and the harness held at one commit, whatever is committed while the test runs."""
+    head, experiment = revisions.resolve("HEAD"), ab_mod._experiment
+    monkeypatch.setattr(ab_mod, "prepare", lambda name, **_builds: Revision(name, head, INSTALLED))
+    monkeypatch.setattr(ab_mod, "_experiment", lambda *args: {**experiment(*args), "harness": head})
+
+
+def test_a_rerun_continues_the_stored_sequence(tmp_path, monkeypatch):
+    """Six pairs cannot decide (the sequence needs ten); the rerun of the same revisions on the same machine adds
+    its pairs to those six and decides at ten in all, after four of its own. Another alpha is another experiment."""
+    _pinned(monkeypatch)
+    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.2))
+    first = run_ab(_options(tmp_path, max_pairs=6))
+    assert first.verdict == "undecided" and first.pairs == 6 and first.earlier_pairs == 0
+    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.2))
+    rerun = run_ab(_options(tmp_path))
+    assert rerun.earlier_pairs == 6 and rerun.pairs == 4 and rerun.verdict == "slower"
+    assert rerun.table["pairs"].tolist() == [10]
+    assert "6 pairs from earlier sessions and 4 from this one" in rerun.markdown
+    stored = pd.read_csv(next((tmp_path / "ab-sequences").glob("*.csv")))
+    assert sorted(stored["repeat"].unique()) == list(range(10)) and set(stored["metric"]) == {"cpu_seconds"}
+    assert len(polyperf.load_run(rerun.run_dir)) == 4 * 2 * 2  # the run folder holds this session's own pairs
+    other = run_ab(_options(tmp_path, alpha=0.1))
+    assert other.earlier_pairs == 0
+
+
+def test_an_inconsistent_stored_sequence_is_set_aside(tmp_path, monkeypatch):
+    _pinned(monkeypatch)
+    monkeypatch.setattr(ab_mod, "_worker", _drifting_worker())
+    first = run_ab(_options(tmp_path, max_pairs=80))
+    assert first.verdict == "inconsistent" and "stopped: a series inconsistent" in first.markdown, first.markdown
+    row = first.table.set_index("case").loc["parse_buffered"]
+    assert row.verdict == "inconsistent" and 10 <= row.decided_at <= 15  # decided "no change" first, then emptied
+    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.0))
+    rerun = run_ab(_options(tmp_path, max_pairs=3))
+    assert rerun.earlier_pairs == 0 and "was inconsistent: it was set aside" in rerun.markdown
+    assert len(list((tmp_path / "ab-sequences").glob("*.inconsistent-*.csv"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("worker", "flags", "code", "said"),
+    [
+        (_drifting_worker, [], 3, "inconsistent"),
+        (lambda: _fake_worker(1.0), [], 0, "undecided within budget"),
+        (lambda: _fake_worker(1.0), ["--fail-on-undecided"], 4, "--fail-on-undecided"),
+    ],
+)
+def test_what_ab_exits_on_inconsistent_and_undecided(tmp_path, monkeypatch, capsys, worker, flags, code, said):
+    monkeypatch.setattr(ab_mod, "prepare", _installed)
+    monkeypatch.setattr(ab_mod, "_worker", worker())
+    max_pairs = ["--max-pairs", "80" if code == 3 else "5"]
+    argv = ["ab", "HEAD", "HEAD", "--out", str(tmp_path), "--seed", "1", "--test-env-b", "X=1", *max_pairs, *flags]
+    assert main(argv) == code
+    assert said in capsys.readouterr().err
+
+
+def test_a_sequence_held_by_another_session_is_refused_in_one_line(tmp_path):
+    from polyperf.ab_store import SequenceBusy, StoredSequence
+
+    with StoredSequence.open(tmp_path, {"base": "a"}), pytest.raises(SequenceBusy, match="another ab session"):
+        StoredSequence.open(tmp_path, {"base": "a"})
+    with StoredSequence.open(tmp_path, {"base": "a"}) as stored:  # released with its session
+        assert stored.offset == 0

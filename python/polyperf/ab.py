@@ -8,7 +8,9 @@ a pair is one repeat. For microbenchmarks a side is a fresh worker process (`ab_
 extension, A and B back to back; for servers each side is a fresh process of each server, A and B loaded at the
 same time (`ab_servers`: a duet, which the shared machine's drift cannot tell apart). After each pair the
 confidence sequences (`analyse.sequential`) are updated; the session stops when every gated series is decided, when
-a regression is, or when the budget runs out ("undecided within budget"). The harness, the workloads and the
+a regression is, when a series' pairs share no median ("inconsistent"), or when the budget runs out ("undecided
+within budget"). A session of the same revisions on the same machine continues the pairs stored by the sessions
+before it (`ab_store`): a rerun adds evidence, it does not draw a fresh alpha. The harness, the workloads and the
 analysis are the current checkout's; only the code under test comes from each revision.
 """
 
@@ -29,7 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
+from polyperf.ab_store import StoredSequence
+from polyperf.analyse.ab import GATED_METRICS, evaluate_pairs, overall, to_markdown
 from polyperf.build.revisions import AB_CACHE, Revision, RevisionError, prepare
 from polyperf.common import procs
 from polyperf.orchestrate.ab_servers import SERVER_SUITES, ServerSides, apps_of
@@ -37,6 +40,7 @@ from polyperf.orchestrate.ab_worker import CASES
 from polyperf.record.env import write_env
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
 from polyperf.record.schema import Row
+from polyperf.store.records import fingerprint
 
 __all__ = ["AB_SUITES", "ABOptions", "ABOutcome", "run_ab"]
 
@@ -97,11 +101,12 @@ class ABOptions:
 class ABOutcome:
     run_dir: Path
     table: pd.DataFrame
-    verdict: str  # "slower", "decided", "undecided"
+    verdict: str  # "slower", "inconsistent", "decided", "undecided"
     markdown: str
-    pairs: int
+    pairs: int  # measured by this session
     elapsed_s: float
     interrupted: bool = False
+    earlier_pairs: int = 0  # stored by earlier sessions of the same experiment, continued here
 
 
 def _worker(rev: Revision, spec: dict[str, Any], env_extra: Mapping[str, str], log: Path) -> dict[str, Any]:
@@ -153,10 +158,34 @@ def _header(options: ABOptions, revs: dict[str, Revision], seed: int, pairs: int
     }
 
 
+def _experiment(options: ABOptions, revs: dict[str, Revision], env: dict[str, Any]) -> dict[str, Any]:
+    """What a later session must share with this one to continue its sequence (`ab_store`)."""
+    return {
+        "base": revs["A"].commit,
+        "head": revs["B"].commit,
+        "harness": env.get("git_commit"),
+        "machine": fingerprint(env),
+        "suites": sorted(options.suites),
+        "alpha": options.alpha,
+        "env_b": sorted(options.env_b.items()),
+    }
+
+
+def _stored_rows(pair: list[Row], offset: int) -> list[dict[str, Any]]:
+    """A pair's gated rows as the sequence store keeps them, its repeat numbered on from the earlier sessions'."""
+    return [{**r.__dict__, "repeat": r.repeat + offset} for r in pair if r.metric in GATED_METRICS]
+
+
 def _summary(verdict: str, table: pd.DataFrame, threshold: float) -> str:
     if verdict == "slower":
         slower = table[table["verdict"] == "slower"]
         return f"regression: {len(slower)} series decided slower by more than {threshold:.1%}"
+    if verdict == "inconsistent":
+        broken = table[table["verdict"] == "inconsistent"]
+        return (
+            f"inconsistent: the pairs of {len(broken)} series do not share one median (drift, or a change during "
+            "the session); no verdict can be drawn from them"
+        )
     if verdict == "undecided":
         still = int((table["verdict"] == "undecided").sum()) if len(table) else 0
         return f"undecided within budget: {still} series still undecided"
@@ -186,16 +215,82 @@ def run_ab(options: ABOptions) -> ABOutcome:
         _worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
         chosen = _worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
         spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
-    writer, frames, orders = RowWriter(run_dir), [], _orders(seed)
-    stop, pairs, conditions = "budget", 0, {}
-    table = pd.DataFrame()
+    env = write_env(run_dir, ab={"sides": sides, "seed": seed})
+    with StoredSequence.open(Path(options.out), _experiment(options, revs, env)) as stored:
+        judge = _judge(options, stored)
+        restarted = stored.set_aside is not None
+        session = _Session(options, revs, spec, run_dir, seed, {"sides": sides, "seed": seed})
+        frames, stop, conditions, elapsed = _pairs_until_decided(session, stored, judge)
+    pairs = len(frames)
+    table = judge(frames)
+    verdict = overall(table) if len(table) else "undecided"
+    header = _header(options, revs, seed, pairs, elapsed, stop)
+    header["summary"] = _summary(verdict, table, options.threshold)
+    header["servers"] = conditions
+    header["earlier"] = (stored.offset, restarted)
+    markdown = to_markdown(table, header)
+    (run_dir / "ab.md").write_text(markdown, encoding="utf-8")
+    table.to_json(run_dir / "ab.json", orient="records", indent=1)
+    done = {"pairs": pairs, "elapsed_s": elapsed, "verdict": verdict, "stopped": stop}
+    sequence = {"file": str(stored.path), "earlier_pairs": stored.offset, "set_aside": str(stored.set_aside or "")}
+    write_env(run_dir, ab={"sides": sides, "seed": seed, **({"servers": conditions} if conditions else {}), **done,
+                           "sequence": sequence})  # fmt: skip
+    finalize_run(run_dir)
+    shutil.rmtree(inputs, ignore_errors=True)  # made again by every session; the rows are what is kept
+    return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted", stored.offset)
+
+
+def _judge(options: ABOptions, stored: StoredSequence) -> Any:
+    """The verdicts over the earlier sessions' pairs and this session's; an inconsistent stored sequence is set
+    aside first (its pairs share no median: they cannot be continued), and the session starts a new one."""
+
+    def judge(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        rows = [f for f in (stored.earlier, *frames) if len(f)]
+        if not rows:
+            return pd.DataFrame()
+        return evaluate_pairs(pd.concat(rows, ignore_index=True), alpha=options.alpha, threshold=options.threshold)
+
+    if len(stored.earlier) and overall(judge([])) == "inconsistent":
+        stored.restart()
+    return judge
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What the loop of one session needs: its settings, revisions, the workers' spec, its run folder and seed, and
+    the `ab` record of env.json so far."""
+
+    options: ABOptions
+    revs: dict[str, Revision]
+    spec: dict[str, Any]
+    run_dir: Path
+    seed: int
+    record: dict[str, Any]
+
+
+def _pairs_until_decided(
+    session: _Session, stored: StoredSequence, judge: Any
+) -> tuple[list[pd.DataFrame], str, dict[str, Any], float]:
+    """Measures pair after pair (each written whole to the run and to the stored sequence) until the verdict over
+    all pairs is no longer undecided, or the budget or pair limit is reached; returns this session's pairs (their
+    repeats numbered on from the stored ones), why it stopped, the servers' conditions and the seconds taken."""
+    options, revs, spec, run_dir = session.options, session.revs, session.spec, session.run_dir
+    log, writer, orders, offset = (
+        run_dir / "logs" / "workers.log",
+        RowWriter(run_dir),
+        _orders(session.seed),
+        stored.offset,
+    )
+    frames: list[pd.DataFrame] = []
+    stop, conditions = "budget", {}
+    started = time.monotonic()
     with contextlib.ExitStack() as stack:
         servers = None
         if options.servers:
             servers = ServerSides(options.servers, revs, log_dir=run_dir / "logs", env_b=options.env_b)
             stack.enter_context(servers)
             conditions = servers.conditions
-            write_env(run_dir, ab={"sides": sides, "seed": seed, "servers": conditions})
+            write_env(run_dir, ab={**session.record, "servers": conditions})
         started = time.monotonic()
         try:
             for repeat in range(options.max_pairs):
@@ -206,12 +301,13 @@ def run_ab(options: ABOptions) -> ABOutcome:
                 if servers is not None:  # both sides at once, started in this repeat's order
                     pair += servers.measure(repeat, order)
                 writer.write(pair)  # whole pairs only: a pair cut short is no pair
-                frames.append(pd.DataFrame([r.__dict__ for r in pair]))
-                pairs = repeat + 1
-                table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
-                verdict = overall(table)
-                if pairs >= options.min_pairs and verdict != "undecided":
-                    stop = "regression decided" if verdict == "slower" else "every series decided"
+                stored.add(run_dir.name, _stored_rows(pair, offset))
+                frames.append(pd.DataFrame(_stored_rows(pair, offset)))
+                verdict = overall(judge(frames))
+                if offset + len(frames) >= options.min_pairs and verdict != "undecided":
+                    stop = {"slower": "regression decided", "inconsistent": "a series inconsistent"}.get(
+                        verdict, "every series decided"
+                    )
                     break
                 if time.monotonic() - started > options.budget:
                     break
@@ -219,18 +315,4 @@ def run_ab(options: ABOptions) -> ABOutcome:
                 stop = "pair limit"
         except KeyboardInterrupt:
             stop = "interrupted"  # the pairs measured so far are judged and kept
-    if frames:
-        table = evaluate_pairs(pd.concat(frames), alpha=options.alpha, threshold=options.threshold)
-    elapsed = time.monotonic() - started
-    verdict = overall(table) if len(table) else "undecided"
-    header = _header(options, revs, seed, pairs, elapsed, stop)
-    header["summary"] = _summary(verdict, table, options.threshold)
-    header["servers"] = conditions
-    markdown = to_markdown(table, header)
-    (run_dir / "ab.md").write_text(markdown, encoding="utf-8")
-    table.to_json(run_dir / "ab.json", orient="records", indent=1)
-    done = {"pairs": pairs, "elapsed_s": elapsed, "verdict": verdict, "stopped": stop}
-    write_env(run_dir, ab={"sides": sides, "seed": seed, **({"servers": conditions} if conditions else {}), **done})
-    finalize_run(run_dir)
-    shutil.rmtree(inputs, ignore_errors=True)  # made again by every session; the rows are what is kept
-    return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted")
+    return frames, stop, conditions, time.monotonic() - started

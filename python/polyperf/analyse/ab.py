@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from polyperf.analyse.sequential import METHOD, SLOWER, UNDECIDED, SequenceState
+from polyperf.analyse.sequential import INCONSISTENT, METHOD, SLOWER, UNDECIDED, SequenceState
 
 __all__ = ["GATED_METRICS", "evaluate_pairs", "overall", "to_markdown"]
 
@@ -24,6 +24,7 @@ MICRO_IMPLEMENTATION = "polyperf._native"  # the microbenchmarks' rows: the case
 
 def _pairs(series: pd.DataFrame) -> pd.DataFrame:
     """A and B joined by repeat, in the order the repeats were measured; a repeat missing a side is dropped."""
+    series = series.assign(value=pd.to_numeric(series["value"], errors="coerce"))
     wide = series.pivot_table(index="repeat", columns="variant", values="value", aggfunc="first")
     for side in ("A", "B"):
         if side not in wide:
@@ -35,7 +36,8 @@ def _pairs(series: pd.DataFrame) -> pd.DataFrame:
 def evaluate_pairs(rows: pd.DataFrame, *, alpha: float, threshold: float, n_opt: int = 30) -> pd.DataFrame:
     """One row per gated series (`GATED_METRICS` rows of `rows`, variants "A" and "B"): pairs, medians, the ratio
     B/A = exp(median paired log-ratio) with its confidence sequence at alpha / k (k gated series), and the verdict
-    ("slower", "faster", "no change", "undecided")."""
+    ("slower", "faster", "no change", "undecided", "inconsistent") and the pairs at which it was first decided
+    (`decided_at`, 0 while undecided)."""
     gated = rows[rows["metric"].isin(GATED_METRICS)]
     groups = list(gated.groupby(SERIES, sort=True))
     level = alpha / max(len(groups), 1)
@@ -54,6 +56,7 @@ def evaluate_pairs(rows: pd.DataFrame, *, alpha: float, threshold: float, n_opt:
                 "low": state.cs.low,
                 "high": state.cs.high,
                 "verdict": state.verdict,
+                "decided_at": state.decided_at,
             }
         )
     frame = pd.DataFrame(out)
@@ -62,11 +65,13 @@ def evaluate_pairs(rows: pd.DataFrame, *, alpha: float, threshold: float, n_opt:
 
 
 def overall(table: pd.DataFrame) -> str:
-    """ "slower" when any gated series is decided slower; "undecided" while any is undecided; else "decided"."""
+    """ "slower" when any gated series is decided slower; else "inconsistent" when any series' pairs share no
+    median (the session cannot pass any more: it stops); else "undecided" while any is undecided; else "decided"."""
     verdicts = set(table["verdict"]) if len(table) else {UNDECIDED}
-    if SLOWER in verdicts:
-        return SLOWER
-    return UNDECIDED if UNDECIDED in verdicts else "decided"
+    for worst in (SLOWER, INCONSISTENT, UNDECIDED):
+        if worst in verdicts:
+            return worst
+    return "decided"
 
 
 def _pct(ratio: float) -> str:
@@ -101,7 +106,7 @@ def _what_was_measured(table: pd.DataFrame, servers: dict[str, Any]) -> list[str
 
 def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
     """The PR comment: what was compared and how, then one line per gated series, slower first."""
-    rank = {"slower": 0, "undecided": 1, "faster": 2, "no change": 3}
+    rank = {"slower": 0, "inconsistent": 1, "undecided": 2, "faster": 3, "no change": 4}
     shown = table.assign(_r=table["verdict"].map(rank)).sort_values(["_r", *SERIES]) if len(table) else table
     lines = [
         f"### polyperf ab: {header['head']} (B) against {header['base']} (A)",
@@ -113,7 +118,9 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
     ]
     for r in shown.itertuples():
         interval = "" if math.isnan(r.low) else f"[{_pct(r.low)}, {_pct(r.high)}]"
-        verdict = f"**{r.verdict}**" if r.verdict == SLOWER else r.verdict
+        verdict = f"**{r.verdict}**" if r.verdict in (SLOWER, INCONSISTENT) else r.verdict
+        if r.verdict not in (UNDECIDED, INCONSISTENT) and 0 < r.decided_at < r.pairs:
+            verdict += f" (at {r.decided_at})"
         name = r.case if r.implementation == MICRO_IMPLEMENTATION else f"{r.implementation} ({r.case})"
         lines.append(
             f"| {r.suite} / {name} | {_time(r.median_a)} | {_time(r.median_b)} | {_pct(r.ratio)} | {interval} "
@@ -121,13 +128,28 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
         )
     attrs = table.attrs
     lines += ["", *_what_was_measured(table, header.get("servers") or {})]
+    earlier, restarted = header.get("earlier") or (0, False)
+    if restarted:
+        lines.append(
+            "The stored sequence of these revisions on this machine was inconsistent: it was set aside, and this "
+            "session started a new one."
+        )
+    elif earlier:
+        lines.append(
+            f"This session continued the stored sequence of these revisions on this machine: {earlier} pairs from "
+            f"earlier sessions and {header['pairs']} from this one, judged together (a rerun adds evidence; it does "
+            "not start the sequence again)."
+        )
     lines += [
         "Every repeat measured A and B (microbenchmarks back to back, servers at once), in a seeded random order "
         f"(seed {header['seed']}), and pairs are joined by repeat. "
         f"Interval: {attrs.get('method', METHOD)}, valid however often it is looked at, each at "
         f"{attrs.get('level_each', math.nan):.4g} so that the {len(table)} series together hold "
         f"{1 - attrs.get('alpha', math.nan):.0%} (Bonferroni). A series is decided slower or faster when its whole "
-        f"interval lies beyond ±{attrs.get('threshold', math.nan):.1%}, 'no change' when it lies inside; pairs "
+        f"interval lies beyond ±{attrs.get('threshold', math.nan):.1%}, 'no change' when it lies inside, and keeps "
+        "its decision (the pairs at which it was decided in brackets); 'inconsistent' when the running intersection "
+        "emptied: the pairs do not share one median (drift, or a change during the session). The change shown is "
+        "the median paired ratio, clamped into its interval. Pairs "
         f"were added until every series was decided or a regression was, or the budget ran out "
         f"({header['elapsed_s']:.0f} s, {header['pairs']} pairs; stopped: {header['stopped']}).",
     ]

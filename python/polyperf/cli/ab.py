@@ -13,10 +13,18 @@ temporary worktree and cached under .tools/ab by its sources), then measures bot
 measures A (BASE) and B (HEAD), each in a fresh process or server, in a seeded random order; pairs are joined by
 repeat. After every pair an anytime-valid confidence sequence of each series' ratio B/A is updated (a sign-test
 sequence of the median paired log-ratio, Howard et al. 2021; the family's level shared by Bonferroni), and the
-session stops when every series is decided, or a regression is, or the budget runs out ("undecided within budget",
-never a guess). The harness, workloads and
-analysis are the current checkout's. Interleaving on one machine is what lets slowdowns of 10% or less be seen
-on shared machines (Laaber et al. 2019), where two runs at different times differ by more.
+session stops when every series is decided, or a regression is, or a series is inconsistent, or the budget runs out
+("undecided within budget", never a guess). A decided series keeps its decision. "Inconsistent": the running
+intersection of a series' intervals emptied, so its pairs do not share one median (drift, or a change during the
+session); it is never turned into a verdict. The change printed is the median paired ratio, clamped into its
+interval. The harness, workloads and analysis are the current checkout's. Interleaving on one machine is what lets
+slowdowns of 10% or less be seen on shared machines (Laaber et al. 2019), where two runs at different times differ
+by more.
+
+A rerun continues: a session of the same BASE and HEAD commits (and harness commit, suites, alpha) on the same
+machine fingerprint adds its pairs to those stored by earlier sessions (OUT/ab-sequences/), so rerunning an
+undecided or failed job adds evidence instead of drawing a fresh alpha. A stored sequence that was inconsistent is
+set aside and a new one starts. Delete its file to start over by hand.
 
 Suites: io_buffering and bson (microbenchmarks, through each revision's own extension: the least CPU time of a
 call per worker process, A and B back to back) and http_frameworks (gnet, axum and net/http devices APIs and both
@@ -28,8 +36,9 @@ examples:
   polyperf ab origin/main HEAD io_buffering bson --markdown ab.md
   polyperf ab origin/main HEAD http_frameworks          # budget 540 s by default for servers
 
-exit: 0 no regression decided (including undecided within budget, said in the output), 1 a regression decided,
-2 bad input."""
+exit: 0 no regression: every series decided, or undecided within budget (said in the output; with
+--fail-on-undecided: 4); 1 a regression decided; 3 inconsistent (no verdict can be drawn: rerun on a quieter machine);
+2 bad input; 130 interrupted."""
 
 
 def _env_pair(text: str) -> tuple[str, str]:
@@ -73,7 +82,13 @@ def _cmd_ab(args: argparse.Namespace) -> int:
     if outcome.verdict == "slower":
         print("polyperf ab: a regression was decided", file=sys.stderr)
         return 1
+    if outcome.verdict == "inconsistent":
+        print("polyperf ab: inconsistent: a series' pairs share no median; no verdict", file=sys.stderr)
+        return 3
     if outcome.verdict == "undecided":
+        if args.fail_on_undecided:
+            print("polyperf ab: undecided within budget (--fail-on-undecided); a rerun continues", file=sys.stderr)
+            return 4
         print("polyperf ab: undecided within budget (not a pass on evidence, not a failure)", file=sys.stderr)
     return 0
 
@@ -105,6 +120,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="seconds of pairs at most (default 170, or 540 with a server suite)",
     )
     p.add_argument("--max-pairs", type=int, default=200, help="pairs at most (default 200)")
+    p.add_argument(
+        "--fail-on-undecided",
+        action="store_true",
+        help="exit 4 when the budget runs out before every series is decided (default: exit 0, said in the output); "
+        "a rerun continues the stored sequence",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the A/B order (default: drawn, in env.json)")
     p.add_argument("--out", default="reports", help="output directory of the run folder (default: reports)")
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write the table as Markdown (PR comment)")
