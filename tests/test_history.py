@@ -71,6 +71,7 @@ def test_history_finds_the_steps_between_the_right_commits(history_out: Path, ca
     names = {s["name"] for s in group["series"]}
     assert group["count"] == len(names) >= 2 and "claim io.unbuffered_parse_slowdown" in names
     assert any(n.startswith("io_buffering/parse/serde_json/unbuffered") for n in names)
+    assert {isinstance(s.get("series_id"), int) or s["name"].startswith("claim ") for s in group["series"]} == {True}
     seconds = [c for c in changes if c.get("metric") == "seconds" and c.get("variant") == "unbuffered"]
     assert len(seconds) == 1 and seconds[0]["commit_after"] == f"{STEP_AT:02d}" * 20
     assert seconds[0]["change_low"] < 0.3 < seconds[0]["change_high"] and seconds[0]["p_value"] < 0.001
@@ -143,6 +144,8 @@ def test_the_page_marks_changes_and_links_points_to_reports(history_out: Path) -
     assert len(set(links)) == COMMITS // 12  # the runs that have a report
     assert page.count('class="change') >= 2 and "between " in page
     assert 'class="verdict reproduced"' in page
+    anchors = re.findall(r'<li><a href="#([^"]+)">', page)  # changes by commit link to charts on the page
+    assert anchors and all(f'id="{a}"' in page for a in anchors)
     from polyperf.report.index import write_index
 
     assert 'href="history.html"' in write_index(history_out).read_text()  # the run list links to it

@@ -93,9 +93,8 @@ def _json(history: object, changes: pd.DataFrame, groups: list[dict]) -> str:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
-    import pandas as pd
 
-    from polyperf.report.history import build_history, gate, group_changes, pending_at, series_name
+    from polyperf.report.history import all_changes, build_history, gate, group_changes, pending_at, series_name
     from polyperf.store import open_store
 
     if args.newest < 1:
@@ -103,7 +102,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
         return 2
     store = open_store(args.store, out=args.out)
     history = build_history(store, machine=args.machine, suite=args.suite, since=args.since, profile=args.profile)
-    changes = pd.concat([f for f in (history.changes, history.claim_changes) if not f.empty] or [pd.DataFrame()])
+    changes = all_changes(history)
     groups = group_changes(changes, series_name)
     if args.json:
         print(_json(history, changes, groups))

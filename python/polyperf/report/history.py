@@ -18,6 +18,7 @@ from polyperf.store import Store, StoreError, open_store
 
 __all__ = [
     "History",
+    "all_changes",
     "build_history",
     "gate",
     "group_changes",
@@ -133,9 +134,20 @@ def series_name(row: pd.Series) -> str:
     return "/".join(str(p) for p in parts if isinstance(p, str) and p) + params
 
 
-def _all_changes(history: History) -> pd.DataFrame:
-    frames = [f for f in (history.changes, history.claim_changes) if not f.empty]
+def all_changes(history: History) -> pd.DataFrame:
+    """The series' and the claims' changes in one frame (series ids kept whole: as floats beside a claim's NaN, a
+    64-bit id would lose its last digits)."""
+    frames = [
+        f.astype({"series_id": object}) if "series_id" in f else f
+        for f in (history.changes, history.claim_changes)
+        if not f.empty
+    ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python one JSON writes."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def group_changes(changes: pd.DataFrame, name: Callable[[pd.Series], str]) -> list[dict[str, Any]]:
@@ -158,7 +170,8 @@ def group_changes(changes: pd.DataFrame, name: Callable[[pd.Series], str]) -> li
                 "series": [
                     {
                         "name": name(row),
-                        **{k: row[k] for k in ("series_id", "claim") if k in row and isinstance(row[k], str)},
+                        **({"claim": row["claim"]} if isinstance(row.get("claim"), str) else {}),
+                        **({"series_id": _plain(row["series_id"])} if pd.notna(row.get("series_id")) else {}),
                         "label": row["label"],
                         "change": float(row["change"]) if math.isfinite(row["change"]) else None,
                     }
@@ -173,7 +186,7 @@ def gate(history: History, newest: int, *, include_pending: bool = False) -> pd.
     """The regressions (of series and claims) whose first commit after the change is among the newest `newest`
     commits, on metrics the catalogue lets a gate fail on: what `--fail-on-regression` fails on. Pending changes
     (too few points after them to be confirmed) only when asked."""
-    both = _all_changes(history)
+    both = all_changes(history)
     if both.empty:
         return both
     gated = both["gated"].fillna(True).astype(bool) if "gated" in both else True
@@ -184,7 +197,7 @@ def gate(history: History, newest: int, *, include_pending: bool = False) -> pd.
 
 def pending_at(history: History, newest: int) -> pd.DataFrame:
     """Changes at the newest `newest` commits not yet confirmed."""
-    both = _all_changes(history)
+    both = all_changes(history)
     if both.empty or "state" not in both:
         return both.iloc[0:0]
     return both[(both["state"] == "pending") & both["commit_after"].isin(history.newest(newest))]
@@ -198,9 +211,16 @@ def load_history(
     machine: str | None = None,
 ) -> pd.DataFrame:
     """The tidy history: one row per run and series (its commit, branch, machine, profile, the series' key, n,
-    the median of its repeats and its 95% interval), in commit order, from `store` (a Store, a DuckDB path or a
+    the median of its repeats and its 95% interval, whether the catalogue declares its metric exact), in commit
+    order, from `store` (a Store, a DuckDB path or a
     postgresql:// URL; by default `POLYPERF_STORE` or `reports/history.duckdb`)."""
     opened = store if store is not None and not isinstance(store, str | os.PathLike) else open_store(store)
     frame = opened.points(machine=machine, suite=suite, since=since)
     frame["commit_time"] = pd.to_datetime(frame["commit_time"], unit="s", utc=True)
+    # exact as the catalogue says today: stores written before it decided kept "every repeat a whole number"
+    catalogue = metric_catalogue()
+    declared = {
+        m: bool(getattr(catalogue(m), "exact", False)) if catalogue else False for m in frame["metric"].unique()
+    }
+    frame["exact"] = frame["metric"].map(declared).astype(bool)
     return frame.reset_index(drop=True)

@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from polyperf.analyse.changepoints import p_text
 from polyperf.common.atomic import write_text_atomic
 from polyperf.common.units import format_value
-from polyperf.report.history import History, group_changes, series_name
+from polyperf.report.history import History, all_changes, group_changes, series_name
 from polyperf.report.templating import render_template
 
 __all__ = ["MAX_SERIES", "write_history_page"]
@@ -205,10 +205,7 @@ def _claim_charts(history: History, page_dir: Path) -> list[Chart]:
 
 def _groups(history: History) -> list[Group]:
     """Commits that moved more than one series or claim, the most first."""
-    frames = [f for f in (history.changes, history.claim_changes) if not f.empty]
-    if not frames:
-        return []
-    changes = pd.concat(frames, ignore_index=True)
+    changes = all_changes(history)
     out = []
     for group in group_changes(changes, series_name):
         if group["count"] < 2:

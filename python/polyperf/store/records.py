@@ -119,25 +119,31 @@ def tidy_samples(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return keys, samples
 
 
-def points_of(samples: pd.DataFrame) -> pd.DataFrame:
+def points_of(samples: pd.DataFrame, exact: frozenset[int] = frozenset()) -> pd.DataFrame:
     """One point per series: the median of its repeats with the order-statistic 95% interval (NaN below n = 6,
-    as `analyse.stats.summarize`), vectorised because a run holds thousands of series."""
+    as `analyse.stats.summarize`), vectorised because a run holds thousands of series. `exact`: the series whose
+    metric the catalogue declares an exact count (whole numbers are no evidence of it)."""
     data = samples[np.isfinite(samples["value"])].sort_values(["series_id", "value"])
     group = data.groupby("series_id")["value"]
     pos = group.cumcount().to_numpy() + 1
     n = group.transform("size").to_numpy()
     ranks = {int(m): _median_rank(int(m)) for m in np.unique(n)}
     k = np.array([ranks[int(m)] for m in n])
-    values = data["value"].to_numpy()
-    data = data.assign(
-        is_low=(k >= 1) & (pos == k), is_high=(k >= 1) & (pos == n + 1 - k), whole=values == np.round(values)
-    )
+    data = data.assign(is_low=(k >= 1) & (pos == k), is_high=(k >= 1) & (pos == n + 1 - k))
     out = data.groupby("series_id").agg(
-        n=("value", "size"), value=("value", "median"), client_bound=("client_bound", "any"), exact=("whole", "all")
+        n=("value", "size"), value=("value", "median"), client_bound=("client_bound", "any")
     )
+    out["exact"] = out.index.isin(list(exact))
     out["low"] = data[data["is_low"]].set_index("series_id")["value"]
     out["high"] = data[data["is_high"]].set_index("series_id")["value"]
     return out.reset_index()[["series_id", "n", "value", "low", "high", "client_bound", "exact"]]
+
+
+def _exact_series(series: pd.DataFrame) -> frozenset[int]:
+    from polyperf.record.catalogue import metric_info
+
+    exact = [bool(getattr(metric_info(str(m)), "exact", False)) for m in series["metric"]]
+    return frozenset(series.loc[exact, "series_id"])
 
 
 def _verdicts(frame: pd.DataFrame) -> pd.DataFrame:
@@ -182,7 +188,7 @@ def read_run(path: str | Path) -> RunRecord:
         raise StoreError(f"{run_dir}: the run recorded no rows; not stored")
     series, samples = tidy_samples(frame)
     samples.insert(0, "run_id", run_dir.name)
-    points = points_of(samples)
+    points = points_of(samples, _exact_series(series))
     points.insert(0, "run_id", run_dir.name)
     verdicts = _verdicts(frame)
     verdicts.insert(0, "run_id", run_dir.name)
