@@ -92,9 +92,30 @@ def test_one_family_per_run_demotes_what_only_its_own_interval_decided():
     holm = evaluate(_frame(cases), claims, family="holm")
     assert {v.verdict for v in holm} == {"inconclusive"} and holm[0].family.tests == 30
     assert "not after the family's control (p = 0.0312, adjusted 0.938; Holm over 30 tests)" in holm[0].reason
-    bh = evaluate(_frame(cases), claims)
-    assert {v.verdict for v in bh} == {"reproduced"}
-    assert bh[0].as_record()["p_adjusted"] == {"direction": pytest.approx(0.03125)}
+    by = evaluate(_frame(cases), claims)  # Benjamini-Yekutieli: 0.031 x c(30) = 0.12, none stands
+    assert {v.verdict for v in by} == {"inconclusive"} and "Benjamini-Yekutieli over 30 tests" in by[0].reason
+    twelve = NOISE + NOISE[:4]  # 12 pairs: p = 2 x 0.5^12 = 0.00049 each, adjusted 0.00049 x c(30) = 0.0019
+    by = evaluate(_frame({case: (2.0, twelve) for case in cases}), claims)
+    assert {v.verdict for v in by} == {"reproduced"}
+    c30 = sum(1 / i for i in range(1, 31))
+    assert by[0].as_record()["p_adjusted"] == {"direction": pytest.approx(2 * 0.5**12 * c30)}
+
+
+def test_a_part_held_back_by_the_noise_floor_enters_the_family_with_p_one():
+    """Ten parts 2x with 12 pairs each: their smallest p-values decide them. Ten more whose estimate lies within
+    their min_effect of the threshold bring p = 1: the others' adjusted p-values are those of a family of 20 in
+    which only the ten count as discoveries."""
+    twelve = NOISE + NOISE[:4]
+    cases = {f"c{i}": (2.0, twelve) for i in range(20)}
+    claims = [_claim(case, min_effect=1.5 if int(case[1:]) >= 10 else 0.01) for case in cases]
+    verdicts = evaluate(_frame(cases), claims)
+    held = [v for v in verdicts if v.claim.min_effect == 1.5]
+    assert {v.verdict for v in held} == {"inconclusive"} and all("noise" in v.reason for v in held)
+    assert all(v.adjusted["direction"] == 1.0 for v in held)
+    c20 = sum(1 / i for i in range(1, 21))
+    decided = [v for v in verdicts if v.claim.min_effect == 0.01]
+    assert decided[0].adjusted["direction"] == pytest.approx(2 * 0.5**12 * 20 / 10 * c20)
+    assert decided[0].family.tests == 20 and decided[0].family.declarable == 10
 
 
 def test_exact_counts_are_not_tests_and_keep_their_published_size():

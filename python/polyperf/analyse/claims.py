@@ -17,7 +17,8 @@ How a verdict is reached, so that a careful reader can redo it:
    margin, "larger" / "smaller" wholly outside it, else inconclusive. An entry that claims a value, not a direction
    (a within_* rule), is judged inside / outside its band.
 6. One family per run: every part that was tested (exact counts are not) enters one family, controlled together
-   (`analyse.family`, Benjamini-Hochberg at a 5% false discovery rate unless told otherwise); an outcome decided by
+   (`analyse.family`, Benjamini-Yekutieli at a 5% false discovery rate, valid under any dependence, unless told
+   otherwise; a part held back by the noise floor enters with p = 1, since it cannot be declared); an outcome decided by
    its own interval but not after the family's adjustment is "inconclusive", and says so.
 The verdict (stable: reproduced / not reproduced / inconclusive / not measured) is the direction, or the band for an
 entry without one; `headline` says both parts in words: "reproduced, 5.6x larger than published (63.5x vs 11.43x)".
@@ -33,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from polyperf.analyse.family import Family, adjust
+from polyperf.analyse.family import DEFAULT, Family, control
 from polyperf.analyse.headline import headline, rule_text
 from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, size_band, tested_part
 from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, ratio_of_medians, summarize
@@ -344,9 +345,11 @@ def _family(
 ) -> tuple[Family, list[dict[str, float]]]:
     """Adjusts every tested part of the run together; returns the family and each entry's adjusted p-values."""
     keys = [(i, name) for i, (_, _, parts, _) in enumerate(judged) for name, part in parts.items()]
-    pvalues = [judged[i][2][name].p_value for i, name in keys]
-    adjusted = adjust(pvalues, method)
-    family = Family(sum(not math.isnan(p) for p in pvalues), method, rate)
+    parts = [judged[i][2][name] for i, name in keys]
+    pvalues = [part.p_value for part in parts]
+    adjusted = control(pvalues, [part.decided_by_interval for part in parts], method)
+    tested = [part for part in parts if not math.isnan(part.p_value)]
+    family = Family(len(tested), method, rate, sum(part.decided_by_interval for part in tested))
     out: list[dict[str, float]] = [{} for _ in judged]
     for (i, name), p in zip(keys, adjusted, strict=True):
         if not math.isnan(p):
@@ -355,10 +358,10 @@ def _family(
 
 
 def evaluate(
-    frame: pd.DataFrame, claims: Iterable[Claim] | None = None, *, family: str = "bh", rate: float = 0.05
+    frame: pd.DataFrame, claims: Iterable[Claim] | None = None, *, family: str = DEFAULT, rate: float = 0.05
 ) -> list[Verdict]:
     """A verdict for every entry (those whose suite did not run are "not measured"); the tested parts of all of
-    them form one family, controlled by `family` ("bh" or "holm") at `rate`."""
+    them form one family, controlled by `family` ("by" or "holm") at `rate`."""
     judged = []
     for claim in claims if claims is not None else load_claims():
         measured = _measure(frame, claim)
