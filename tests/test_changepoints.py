@@ -126,6 +126,11 @@ def test_whole_numbers_are_never_taken_for_exact_counts_in_history_compare_or_th
     counted = pd.DataFrame({"metric": "requests", "unit": "count", "value": [1200.0, 1185.0, 1210.0]})
     assert not claims._is_exact(counted)
     assert claims._is_exact(counted.assign(metric="read_syscalls"))
+    # the store: a point's exact flag is the catalogue's, not "every repeat a whole number"
+    from polyperf.store.records import points_of
+
+    repeats = pd.DataFrame({"series_id": 1, "repeat": range(6), "value": 12.0, "client_bound": False})
+    assert not points_of(repeats)["exact"].item() and points_of(repeats, frozenset({1}))["exact"].item()
 
 
 def test_one_step_is_no_creep_but_a_staircase_is() -> None:
