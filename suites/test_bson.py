@@ -67,10 +67,11 @@ def streams(documents) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def worker_plan(profile, load_options):
     # Six worker processes even in smoke: each is an independent repeat, and six is the least at which a median or
-    # a paired ratio has a 95% interval and a CI gate can see a regression; ten in quick, where the run's family
-    # control needs a sign-test p-value below what six or eight pairs can give. Rounds inside one are its samples.
+    # a paired ratio has a 95% interval and a CI gate can see a regression; twelve in quick, where the run's family
+    # control needs a sign-test p-value (0.0005 at twelve) well below what six to ten pairs can give. Rounds inside
+    # one are its samples.
     return Plan(
-        processes=profile.pick(smoke=6, quick=10, full=20),
+        processes=profile.pick(smoke=6, quick=12, full=20),
         rounds=profile.pick(smoke=1, quick=2, full=3),
         warmup=1,
         min_round_s=0.005,

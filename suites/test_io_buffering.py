@@ -43,11 +43,12 @@ def bench_size(profile):
 def worker_plan(profile, load_options):
     # Six worker processes even in smoke: each is an independent repeat, and six is the least at which a median or
     # a paired ratio has a 95% interval and `polyperf compare` of two smoke runs can tell a regression (a U test
-    # needs 4 per side). Ten in quick: at six pairs the smallest sign-test p-value is 2 x 0.5^6 = 0.031, which the
-    # run's family control (Benjamini-Hochberg over about 40 tests) never lets through; at ten it is 0.002.
+    # needs 4 per side). Twelve in quick: at six pairs the smallest sign-test p-value is 2 x 0.5^6 = 0.031, which
+    # the run's family control never lets through, and whether ten (0.002) passes depends on the other claims'
+    # p-values; at twelve it is 0.0005, well below the family's cut-off for its first decision.
     # One warm-up call per mode in each; the unbuffered parse of the article's file takes ~2 s.
     return Plan(
-        processes=profile.pick(smoke=6, quick=10, full=12),
+        processes=profile.pick(smoke=6, quick=12, full=12),
         rounds=profile.pick(smoke=1, quick=1, full=3),
         warmup=1,
         min_round_s=0.01,

@@ -44,15 +44,16 @@ def plan(profile):
     return {
         # The rounds are the independent repeats (criterion's samples inside one round share its machine state
         # and are summarised to one value per round). Old and new run in the same round, so old/new is a ratio of
-        # pairs joined by round, whose 95% interval needs 6 rounds: quick spends its time on rounds rather than on
-        # longer criterion windows.
-        "rounds": profile.pick(smoke=1, quick=6, full=10),
+        # pairs joined by round, whose 95% interval needs 6 rounds and whose sign test needs 12 for a p-value
+        # (0.0005) well below the family's cut-off: quick spends its time on rounds rather than on longer criterion
+        # windows (half those of 6 rounds, the same time in all).
+        "rounds": profile.pick(smoke=1, quick=12, full=12),
         "criterion": profile.pick(
             smoke=["--warm-up-time", "0.2", "--measurement-time", "0.5", "--sample-size", "10"],
-            quick=["--warm-up-time", "0.1", "--measurement-time", "0.3", "--sample-size", "10"],
+            quick=["--warm-up-time", "0.05", "--measurement-time", "0.15", "--sample-size", "10"],
             full=["--warm-up-time", "3", "--measurement-time", "10", "--sample-size", "50"],
         ),
-        "go_benchtime": profile.pick(smoke="100ms", quick="300ms", full="2s"),
+        "go_benchtime": profile.pick(smoke="100ms", quick="150ms", full="2s"),
     }
 
 
