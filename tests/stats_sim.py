@@ -1,10 +1,15 @@
-"""Synthetic benchmark data for the coverage tests of `analyse.stats`: three kinds of trouble real repeats have.
+"""Synthetic benchmark data for the coverage tests of `analyse.stats`: four kinds of trouble real repeats have. Each
+moves the paired ratio itself, not only both sides alike (a factor shared by both sides of a pair cancels in the
+ratio and would test nothing):
 
 - "shapes": the numerator's noise is right-skewed (occasional slow repeats), the denominator's tight;
-- "drift": a machine speed shared by both sides of a repeat, drifting 20% over the run and AR(1) (rho 0.8) from
-  repeat to repeat, plus each side's own AR(1) noise (rho 0.3) on top of the shapes above;
-- "process": each repeat is a fresh process with its own speed (shared, sd 10%) and a per-side effect (sd 3%),
-  inside which 5 rounds are summarised by their median.
+- "drift": the ratio itself drifts, from 3% below its middle to 3% above over the run (B warms up differently from
+  A, say), on top of a machine speed shared by both sides (drifting 20% and AR(1), rho 0.8) and the shapes above;
+  pairs stay independent, not identically distributed: the truth is the median of the run's pooled ratios;
+- "process": each repeat is a fresh process with its own speed (shared, sd 10%) and a per-side effect (sd 3%, which
+  does not cancel), inside which 5 rounds are summarised by their median;
+- "ties": a coarse timer: both sides read in whole milliseconds (A about 7 ms, B about 19.5 ms, each with its own
+  8% noise), so that many pairs share one ratio (61 distinct ratios in 40,000 pairs) and many repeats one value.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.signal import lfilter
 
-SCENARIOS = ("shapes", "drift", "process")
+SCENARIOS = ("shapes", "drift", "process", "ties")
 TRUTH = 3.0
 
 
@@ -38,8 +43,14 @@ def rounds(scenario: str, rng: np.random.Generator, n: int) -> tuple[np.ndarray,
         return TRUTH * _skewed(rng, (n, 1)), _tight(rng, (n, 1))
     if scenario == "drift":
         shared = np.exp(0.2 * np.linspace(0, 1, n) + _ar1(rng, n, 0.8, 0.05))
-        num = TRUTH * shared * _skewed(rng, n) * np.exp(_ar1(rng, n, 0.3, 0.02))
-        den = shared * _tight(rng, n) * np.exp(_ar1(rng, n, 0.3, 0.02))
+        moving = np.exp(np.linspace(-0.03, 0.03, n))  # the paired ratio's own drift: it does not cancel
+        num = TRUTH * moving * shared * _skewed(rng, n)
+        den = shared * _tight(rng, n)
+        return num[:, None], den[:, None]
+    if scenario == "ties":
+        machine = rng.lognormal(0.0, 0.05, n)
+        num = np.round(19.5 * machine * rng.lognormal(0.0, 0.08, n))
+        den = np.round(7 * machine * rng.lognormal(0.0, 0.08, n))
         return num[:, None], den[:, None]
     process = rng.lognormal(0.0, 0.1, n)
     num = TRUTH * (process * rng.lognormal(0.0, 0.03, n))[:, None] * _skewed(rng, (n, 5))
