@@ -188,7 +188,7 @@ def _summary(verdict: str, table: pd.DataFrame, threshold: float) -> str:
         )
     if verdict == "undecided":
         still = int((table["verdict"] == "undecided").sum()) if len(table) else 0
-        return f"undecided within budget: {still} series still undecided"
+        return f"undecided within budget: {still} series still undecided (a rerun continues this sequence)"
     return "no regression: every series decided"
 
 
