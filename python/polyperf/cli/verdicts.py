@@ -131,7 +131,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print a JSON list, one object per entry: claim, suite, kind, verdict, headline, direction, size, "
         "size_ratio, size_ci_low, size_ci_high, reason, measured, ci_low, ci_high (null without an interval), n, "
-        "noise_floor, method, published, rule, p_values, p_adjusted, family (tests, method, error, rate), ...",
+        "noise_floor, method, published, rule, p_values, p_adjusted, family (tests, declarable, method, error, "
+        "rate), ...",
     )
     p.add_argument(
         "--family",
