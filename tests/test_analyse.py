@@ -19,7 +19,6 @@ from polyperf.analyse import stats
 from polyperf.analyse.claims import Claim, Verdict, evaluate, load_claims
 from polyperf.analyse.compare import (
     compare,
-    compare_figure,
     to_markdown,
     too_few_samples,
     verdict_changes,
@@ -27,6 +26,8 @@ from polyperf.analyse.compare import (
 )
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
 from polyperf.record.schema import as_frame
+from polyperf.report import compare_figure as compare_figure_mod
+from polyperf.report.compare_figure import compare_figure
 
 
 def _same(got: Summary, want: Summary) -> None:
@@ -451,7 +452,8 @@ def test_the_comparison_figure_draws_each_changed_series_with_its_interval(tmp_p
     [ax] = fig.axes
     shown = table[table["change"].notna()].assign(size=lambda t: t["change"].abs()).sort_values("size")
     assert [p.get_width() for p in ax.patches] == pytest.approx((shown["change"] * 100).tolist())
-    assert [p.get_facecolor() for p in ax.patches] == [to_rgba(compare_mod._COLOURS[label]) for label in shown["label"]]
+    colours = compare_figure_mod._COLOURS
+    assert [p.get_facecolor() for p in ax.patches] == [to_rgba(colours[label]) for label in shown["label"]]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
         "same rust seconds",
         "bound rust wrk rps",

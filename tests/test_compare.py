@@ -12,12 +12,12 @@ import pytest
 
 from polyperf.analyse.compare import (
     compare,
-    compare_figure,
     direction,
     to_markdown,
     too_few_samples,
     worst_regression,
 )
+from polyperf.report.compare_figure import compare_figure
 
 CASES = ("parse_unbuffered", "parse_buffered", "parse_read_all")
 

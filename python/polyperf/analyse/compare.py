@@ -4,8 +4,8 @@ Pure: two tidy tables in, one comparison table out (no I/O, no clocks). A Mann-W
 whether a change is real, its p-values Holm-adjusted over the run's timed series as one family (`gate`); samples
 too few to ever reach `alpha` say so; the change and its interval come from one estimator, the Hodges-Lehmann ratio
 with its Moses interval (`stats`); deterministic counts (syscalls, allocations, rows) are compared exactly, counts
-per request within a stated tolerance; `verdict_changes` lists the claims whose verdict moved. `to_markdown` and
-`compare_figure` present the table; `gate.gate` decides `--fail-on-regression` (exact counts unless timings are
+per request within a stated tolerance; `verdict_changes` lists the claims whose verdict moved. `to_markdown` (and
+`report.compare_figure`) present the table; `gate.gate` decides `--fail-on-regression` (exact counts unless timings are
 asked for).
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,6 @@ __all__ = [
     "KEY",
     "LABELS",
     "compare",
-    "compare_figure",
     "direction",
     "is_deterministic_name",
     "to_markdown",
@@ -371,57 +369,6 @@ def to_markdown(df: pd.DataFrame, *, only_changes: bool = False) -> str:
     if (table["params"] == "").all():
         table = table.drop(columns="params")
     return table.to_markdown(index=False)
-
-
-_COLOURS = {
-    "improved": "#2ca02c",
-    "regressed": "#d62728",
-    "changed": "#ff7f0e",
-    "no change": "#7f7f7f",
-    "too few samples": "#c7c7c7",
-}
-
-
-def compare_figure(df: pd.DataFrame, path: Path, *, max_rows: int = 60) -> Path:
-    """Horizontal bars of each series' relative change (%) with its interval as whiskers, coloured by label;
-    exact-count and one-sided series are left out, and only the `max_rows` largest changes are drawn."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    shown = df[df["label"].isin(list(_COLOURS)) & df["change"].notna()]
-    shown = shown.loc[shown["change"].abs().sort_values(ascending=False).index[:max_rows]].iloc[::-1]
-    fig = Figure(figsize=(9, 1.5 + 0.3 * max(len(shown), 1)), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    change = shown["change"].to_numpy() * 100
-    low = np.nan_to_num(change - shown["change_low"].to_numpy() * 100)
-    high = np.nan_to_num(shown["change_high"].to_numpy() * 100 - change)
-    labels = [
-        " ".join(
-            str(part)
-            for part in (r.case, r.implementation, r.variant, r.driver, r.metric, "" if r.params == "{}" else r.params)
-            if part
-        )
-        for r in shown.itertuples()
-    ]
-    ax.barh(
-        range(len(shown)),
-        change,
-        xerr=[np.maximum(low, 0), np.maximum(high, 0)],
-        capsize=3,
-        color=[_COLOURS[label] for label in shown["label"]],
-    )
-    ax.set_yticks(range(len(shown)), labels, fontsize=8)
-    ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("change of the median, B vs A (%), 95% Hodges-Lehmann interval")
-    ax.set_title(f"{df.attrs.get('run_b', 'B')} vs {df.attrs.get('run_a', 'A')}", fontsize=10)
-    ax.grid(True, axis="x", alpha=0.3)
-    present = [label for label in _COLOURS if label in set(shown["label"])]
-    ax.legend(handles=[Patch(color=_COLOURS[label], label=label) for label in present], fontsize=8)
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    return path
 
 
 def verdict_changes(a: pd.DataFrame, b: pd.DataFrame, claims: list[Claim] | None = None) -> pd.DataFrame:

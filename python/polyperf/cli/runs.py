@@ -79,10 +79,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from polyperf.analyse.compare import compare, compare_figure, to_markdown, verdict_changes
+    from polyperf.analyse.compare import compare, to_markdown, verdict_changes
     from polyperf.analyse.gate import DRIFT_NOTE, FAMILY_NOTE, attribute_missing, check_settings, gate
     from polyperf.record import load_run, resolve_run
     from polyperf.record.lines import valid_rows
+    from polyperf.report.compare_figure import compare_figure
     from polyperf.report.flags import failed_tests
 
     try:
