@@ -249,7 +249,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="PCT",
-        help="exit 1 when a significant regression of a gated series is larger than PCT percent (finite, >= 0)",
+        help="exit 1 when a gated series regressed beyond PCT percent (finite, >= 0): an exact count by more than "
+        "PCT, a timed series with its whole 95%% interval beyond PCT",
     )
     p.add_argument(
         "--gate-timings",
