@@ -95,6 +95,16 @@ def test_a_figure_link_planted_in_a_run_folder_is_refused(tmp_path: Path, capsys
     assert victim.read_text() == "precious\n" and figure.is_symlink()
 
 
+def test_compare_never_writes_its_figure_through_a_link_in_run_b(tmp_path: Path, capsys) -> None:
+    run_a, run_b = _run(tmp_path / "a"), _run(tmp_path / "b", run_id="20260101-000000-bbbb")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (run_b / f"compare-{run_a.name}.png").symlink_to(victim)
+    assert main(["compare", str(run_a), str(run_b)]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert victim.read_text() == "precious\n"
+
+
 @pytest.mark.parametrize("name", ["report.html", "summary.md", "report"])
 def test_a_page_or_folder_link_planted_in_a_run_folder_is_refused(tmp_path: Path, capsys, name: str) -> None:
     run = _run(tmp_path / "reports")

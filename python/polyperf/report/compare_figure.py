@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from polyperf.common.atomic import atomic_path
+
 __all__ = ["compare_figure"]
 
 
@@ -58,5 +60,6 @@ def compare_figure(df: pd.DataFrame, path: Path, *, max_rows: int = 60) -> Path:
     present = [label for label in _COLOURS if label in set(shown["label"])]
     ax.legend(handles=[Patch(color=_COLOURS[label], label=label) for label in present], fontsize=8)
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:  # a link planted in a run folder is refused, never written through
+        fig.savefig(tmp, dpi=120, format="png")
     return path
