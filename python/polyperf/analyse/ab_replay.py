@@ -3,9 +3,10 @@ often it catches an injected one, and how long it takes. Pure: a bank and a gene
 summary out (no I/O, no clocks); `ab_calibrate` reads the bank and draws the figure.
 
 A session replays `ab.run_ab`'s loop on pairs drawn from the bank: after each pair every series' interval is
-updated by ab's own sequence (`sequential.median_sequence` at the family's Bonferroni level, `sequential.decide`,
-`analyse.ab.overall`); it stops at the first pair, from `min_pairs` on, whose overall verdict is not "undecided",
-or when the drawn pairs' own measured wall time passes the budget, or at the pair limit.
+updated by ab's own sequence (`sequential.verdicts` at the family's Bonferroni level, `analyse.ab.overall`); it
+stops at the first pair, from `min_pairs` on, whose overall verdict is not "undecided" (a regression, a series
+inconsistent, or every series decided), or when the drawn pairs' own measured wall time passes the budget, or at the
+pair limit. A session is a first session: a rerun that continues a stored sequence is not replayed.
 
 Pairs are drawn as a moving-block bootstrap (Künsch 1989): blocks of `block` consecutive repeats, each block
 starting at a uniformly drawn repeat, joined in the order drawn. Within a block, pairs keep their time order, so
@@ -27,7 +28,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from polyperf.analyse.ab import overall
-from polyperf.analyse.sequential import SLOWER, UNDECIDED, decide, median_sequence
+from polyperf.analyse.sequential import INCONSISTENT, SLOWER, UNDECIDED, verdicts
 
 __all__ = ["Bank", "GateRule", "Session", "draw_blocks", "replay", "run_session", "summarise"]
 
@@ -111,16 +112,17 @@ def run_session(
     b[:, list(injected)] *= factor
     d = np.log(b / a)
     level = rule.alpha / len(bank.series)
-    sequences = [median_sequence(d[:, j].tolist(), level) for j in range(d.shape[1])]
-    verdicts: tuple[str, ...] = ()
+    # each series' verdict after every prefix of its pairs, as ab's table reads it after each pair
+    by_series = [verdicts(d[:, j].tolist(), level, rule.threshold) for j in range(d.shape[1])]
+    now: tuple[str, ...] = ()
     for n in range(1, reach + 1):
-        verdicts = tuple(decide(seq[n - 1], rule.threshold) for seq in sequences)
-        verdict = _overall(verdicts)
+        now = tuple(series[n - 1] for series in by_series)
+        verdict = _overall(now)
         if n >= rule.min_pairs and verdict != UNDECIDED:
-            return Session(verdict, "decided", n, float(wall[n - 1]), verdicts, injected, factor)
+            return Session(verdict, "decided", n, float(wall[n - 1]), now, injected, factor)
         if wall[n - 1] > rule.budget_s:
-            return Session(verdict, "budget", n, float(wall[n - 1]), verdicts, injected, factor)
-    return Session(_overall(verdicts), "pair limit", reach, float(wall[reach - 1]), verdicts, injected, factor)
+            return Session(verdict, "budget", n, float(wall[n - 1]), now, injected, factor)
+    return Session(_overall(now), "pair limit", reach, float(wall[reach - 1]), now, injected, factor)
 
 
 def replay(
@@ -159,7 +161,7 @@ def summarise(sessions: Sequence[Session]) -> dict[str, float]:
     alarms = sum(s.verdict == SLOWER for s in sessions)
     caught = sum(s.caught for s in sessions)
     undecided = sum(s.verdict == UNDECIDED for s in sessions)
-    inconsistent = sum(s.verdict == "inconsistent" for s in sessions)  # pairs that share no median, where ab says so
+    inconsistent = sum(s.verdict == INCONSISTENT for s in sessions)
     pairs = np.array([s.pairs for s in sessions], float)
     minutes = np.array([s.seconds / 60 for s in sessions])
     return {
