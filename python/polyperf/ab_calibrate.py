@@ -80,6 +80,7 @@ def calibrate(
             curve += [  # at 1.0 (A/A), a session "catches" when the gate fails on any series: a false alarm
                 {
                     "family": family,
+                    "series": bank.series[s.injected[0]],
                     "factor": factor,
                     "pairs": s.pairs,
                     "minutes": s.seconds / 60,
@@ -96,14 +97,21 @@ def calibrate(
     ), pd.DataFrame(curve)
 
 
+def by_series(curve: pd.DataFrame, factor: float) -> pd.DataFrame:
+    """The share of sessions that caught `factor` when it slowed each series, per family and series."""
+    rows = curve[np.isclose(curve["factor"], factor)]
+    return rows.groupby(["family", "series"])["caught"].agg(["sum", "count", "mean"]).reset_index()
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
 def to_markdown(table: pd.DataFrame, block: int) -> str:
     lines = [
-        "| family | condition | sessions | gate fails (exit 1) | injected series caught "
-        "| undecided in budget; inconsistent | pairs to the end (median; 90%) | minutes to the end (median; 90%) |",
+        "| family | condition | sessions | regression decided (exit 1) | injected series caught "
+        "| undecided in budget; inconsistent (exit 3) | pairs to the end (median; 90%) "
+        "| minutes to the end (median; 90%) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
@@ -183,11 +191,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"polyperf ab_calibrate: {exc}", file=sys.stderr)
         return 2
     print(to_markdown(table, args.block))
+    for factor in CONDITIONS[1:]:
+        caught = by_series(curve, factor)
+        print(
+            f"caught at B × {factor:.2f}, by the series slowed: "
+            + "; ".join(f"{r.series} {r.sum}/{r.count}" for r in caught.itertuples())
+        )
     if args.figure:
         figure(curve, args.figure)
     if args.json:
         records: list[dict[str, Any]] = table.to_dict(orient="records")
-        args.json.write_text(json.dumps({"block": args.block, "seed": args.seed, "table": records}, indent=1))
+        per_series = {f"{f:.2f}": by_series(curve, f).to_dict(orient="records") for f in CONDITIONS[1:]}
+        payload = {"block": args.block, "seed": args.seed, "table": records, "by_series": per_series}
+        args.json.write_text(json.dumps(payload, indent=1))
     return 0
 
 
