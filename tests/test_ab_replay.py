@@ -172,3 +172,37 @@ def test_a_folder_without_a_bank_is_refused_in_one_line(tmp_path, capsys):
     assert main([str(tmp_path), "--sessions", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no bank files" in err
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--minutes", "0"], "--minutes must be > 0"),
+        (["--minutes", "nan"], "--minutes must be > 0"),
+        (["--minutes", "1", "--max-repeats", "0"], "--max-repeats must be >= 1"),
+    ],
+)
+def test_the_recorder_refuses_bad_settings_in_one_line(args, says, tmp_path, capsys):
+    from polyperf.ab_bank import main as record_main
+
+    assert record_main(["micro", str(tmp_path / "new.csv"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
+    assert not (tmp_path / "new.csv").exists()
+
+
+def test_the_recorder_never_appends_to_an_earlier_recording(tmp_path, capsys):
+    from polyperf.ab_bank import main as record_main
+
+    earlier = tmp_path / "bank.csv"
+    earlier.write_text("family\n")
+    assert record_main(["micro", str(earlier), "--minutes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exists" in err and earlier.read_text() == "family\n"
+
+
+def test_a_file_that_is_no_bank_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "x.csv").write_text("family,suite,value\nmicro,io,1\n")
+    assert main([str(tmp_path), "--sessions", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lacks the columns series, repeat, a, b, repeat_wall_s" in err

@@ -17,6 +17,8 @@ import argparse
 import contextlib
 import csv
 import json
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -114,22 +116,38 @@ def record(family: str, out: Path, *, minutes: float, rev: Revision, work: Path,
     return repeats
 
 
+def _refusal(args: argparse.Namespace) -> str | None:
+    if not args.minutes > 0:
+        return f"--minutes must be > 0, got {args.minutes}"
+    if args.max_repeats is not None and args.max_repeats < 1:
+        return f"--max-repeats must be >= 1, got {args.max_repeats}"
+    if args.out.exists():
+        return f"{args.out} exists: a recording starts a new file (its repeats count from 0)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m polyperf.ab_bank", description=__doc__)
     parser.add_argument("family", choices=sorted(FAMILIES))
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--minutes", type=float, required=True)
-    parser.add_argument("--max-repeats", type=int, default=None)
-    parser.add_argument("--revision", default="HEAD")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/polyperf-ab-bank"))
+    parser.add_argument("out", type=Path, help="the new CSV file")
+    parser.add_argument("--minutes", type=float, required=True, help="record until this many minutes have passed")
+    parser.add_argument("--max-repeats", type=int, default=None, help="or until this many repeats")
+    parser.add_argument("--revision", default="HEAD", help="the one revision on both sides (default HEAD)")
+    parser.add_argument("--work", type=Path, default=None, help="inputs and logs (default: a new temporary folder)")
     args = parser.parse_args(argv)
-    if not args.minutes > 0:
-        parser.error(f"--minutes must be > 0, got {args.minutes}")
+    if (why := _refusal(args)) is not None:
+        print(f"polyperf ab_bank: {why}", file=sys.stderr)
+        return 2
     micro = args.family == "micro"
-    rev = prepare(args.revision, extension=micro, apps=[] if micro else apps_of(FAMILIES["servers"]))
+    try:
+        rev = prepare(args.revision, extension=micro, apps=[] if micro else apps_of(FAMILIES["servers"]))
+    except RevisionError as exc:
+        print(f"polyperf ab_bank: {exc}", file=sys.stderr)
+        return 2
+    work = args.work or Path(tempfile.mkdtemp(prefix="polyperf-ab-bank-"))
     meta = {"family": args.family, "revision": rev.commit, "machine": machine(), "started_unix": time.time()}
     args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-    count = record(args.family, args.out, minutes=args.minutes, rev=rev, work=args.work, max_repeats=args.max_repeats)
+    count = record(args.family, args.out, minutes=args.minutes, rev=rev, work=work, max_repeats=args.max_repeats)
     print(f"{count} repeats of {args.family} written to {args.out}")
     return 0
 

@@ -26,6 +26,7 @@ __all__ = ["CONDITIONS", "calibrate", "gate_rule", "load_bank", "main"]
 
 CONDITIONS = (1.0, 1.05, 1.10)  # A/A, and B slowed by 5% and by 10%
 CURVE = (1.02, 1.03, 1.04, 1.05, 1.075, 1.10, 1.15)  # the power curve's effects
+NEEDED = ("family", "suite", "series", "repeat", "a", "b", "repeat_wall_s")  # of a bank file (ab_bank.COLUMNS)
 # what the test knob (POLYPERF_TEST_SLOWDOWN_PCT) slows in a live run: every case that parses, net/http's handler
 KNOB_SERIES = {
     "micro": ("io_buffering/parse_buffered", "io_buffering/parse_read_all", "io_buffering/parse_unbuffered"),
@@ -45,6 +46,8 @@ def load_bank(folder: Path) -> dict[str, Bank]:
     frames, offset = [], 0
     for path in files:  # each file is one recording, its repeats numbered from 0: they follow one another
         rows = pd.read_csv(path)
+        if missing := [c for c in NEEDED if c not in rows.columns]:
+            raise ValueError(f"{path} is not a bank file: it lacks the columns {', '.join(missing)}")
         frames.append(rows.assign(repeat=rows["repeat"] + offset))
         offset += int(rows["repeat"].max()) + 1 if len(rows) else 0
     frame = pd.concat(frames, ignore_index=True)
