@@ -13,6 +13,7 @@ import pytest
 
 from polyperf.build import App, BuildSpec, builder
 from polyperf.build.builder import binary_env, build_app
+from polyperf.common import steps
 
 # Variables a CI runner or a user may well have set that say nothing about the binary.
 _CLEAN = ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_PROFILE_RELEASE_LTO", "CFLAGS", "CC", "CARGO_TERM_COLOR")
@@ -189,13 +190,18 @@ def test_a_second_build_in_one_target_folder_waits_and_reuses_the_first(
     def one(name: str) -> None:
         results[name] = build_app(app, "release", log_dir=tmp_path)
 
-    threads = [threading.Thread(target=one, args=(f"p{i}",), name=f"p{i}") for i in range(2)]
-    threads[0].start()
-    time.sleep(0.1)
-    threads[1].start()
-    for thread in threads:
-        thread.join(timeout=10)
+    announced: list[str] = []  # the wait is announced like every long step (past pytest's capture in a suite)
+    steps.set_sink(announced.append)
+    try:
+        threads = [threading.Thread(target=one, args=(f"p{i}",), name=f"p{i}") for i in range(2)]
+        threads[0].start()
+        time.sleep(0.1)
+        threads[1].start()
+        for thread in threads:
+            thread.join(timeout=10)
+    finally:
+        steps.set_sink(None)
     assert len(runs) == 1 and not cut_short
     assert sorted(r.cached for r in results.values()) == [False, True]
-    waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting for" in line]
+    waiting = [line for line in announced if "waiting for" in line]
     assert len(waiting) == 1 and "tmp_app:release" in waiting[0] and str(app.target_dir("release")) in waiting[0]

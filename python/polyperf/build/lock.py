@@ -8,9 +8,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from polyperf.common import steps
 
 __all__ = ["build_lock", "lock_path"]
 
@@ -33,7 +34,8 @@ def build_lock(target: Path, what: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            print(f"polyperf: {what}: waiting for {holder}, which is building in {target}", file=sys.stderr, flush=True)
+            # past pytest's capture, like every long step's line: the wait shows while it lasts
+            steps.announce(f"polyperf: {what}: waiting for {holder}, which is building in {target}")
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"polyperf pid {os.getpid()}\n".encode(), 0)
