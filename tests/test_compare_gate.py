@@ -230,13 +230,16 @@ def test_a_series_the_run_chose_does_not_fail_the_gate_and_a_failed_case_is_name
     on another series: not produced by chance, not gated. A case whose test failed in B is named as failed."""
     from polyperf.analyse.gate import attribute_missing, gate
 
-    table = compare(as_frame(_server_rows("A", ["axum"])), as_frame(_server_rows("B", ["gnet"])))
+    pair = as_frame(_server_rows("A", ["axum"])), as_frame(_server_rows("B", ["gnet"]))
+    table = compare(*pair)
     assert (table["label"] == "only in A").sum() == 1 and gate(table, 0.0).failed  # the old answer: fails closed
     table = attribute_missing(table, [])
     row = table[table["label"] == "not produced in B"]
     assert len(row) == 1 and row["implementation"].item() == "axum" and "other series" in row["missing_why"].item()
     result = gate(table, 0.0)
     assert not result.failed and "1 series of A not produced in B" in result.reason
+    lost = attribute_missing(compare(*pair), [], {("http_frameworks", "driver_ceiling", "axum", "rps")})
+    assert gate(lost, 0.0).failed  # B measured it and every value was invalid: that is no choice of the run
 
     b = as_frame(_server_rows("B", ["axum"], cases=("driver_ceiling",)))  # fixed_rate cut short by a failed test
     failed = [("http_frameworks", "suites/test_http_frameworks.py::test_fixed_rate")]

@@ -22,7 +22,7 @@ A series of A that B lacks is one of three things (`attribute_missing`), and onl
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,9 +50,13 @@ DRIFT_NOTE = (
 FAILED_IN_B, NOT_PRODUCED = "failed in B", "not produced in B"
 
 
-def attribute_missing(table: pd.DataFrame, failed: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def attribute_missing(
+    table: pd.DataFrame, failed: Sequence[tuple[str, str]] = (), invalid: Collection[tuple[str, ...]] = ()
+) -> pd.DataFrame:
     """`table` (from `compare`) with each "only in A" series relabelled "failed in B" or "not produced in B" (see the
-    module's comment) and a `missing_why` column saying why in words. `failed`: B's failed tests as (suite, test id)."""
+    module's comment) and a `missing_why` column saying why in words. `failed`: B's failed tests as (suite, test id);
+    `invalid`: (suite, case, implementation, metric) of series B has rows of, none of them valid (NaN, out of range):
+    B measured them and lost every value, which fails closed."""
     out = table.copy()
     out["missing_why"] = ""
     in_b = table[table["n_b"] > 0]
@@ -60,6 +64,9 @@ def attribute_missing(table: pd.DataFrame, failed: Sequence[tuple[str, str]] = (
     metrics_b = set(zip(in_b["suite"], in_b["case"], in_b["metric"], strict=True))
     for i in out.index[out["label"] == "only in A"]:
         suite, case, metric = out.at[i, "suite"], out.at[i, "case"], out.at[i, "metric"]
+        if (suite, case, out.at[i, "implementation"], metric) in invalid:
+            out.at[i, "missing_why"] = "B has rows of it, none with a valid value"
+            continue
         tests = [test for s, test in failed if s == suite]
         naming = [test for test in tests if case and case in test]
         if naming or (tests and (suite, case) not in cases_b):

@@ -9,8 +9,12 @@ import signal
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from polyperf.common.profiles import PROFILES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # `polyperf run` options that the load suites read through the pytest plugin (pytest option = CLI option)
 _LOAD_OPTIONS = ("server_cpus", "client_cpus", "server_cpu_quota", "cpu_quota_period_ms", "seed")
@@ -95,7 +99,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     frame_a, frame_b = load_run(run_a), load_run(run_b)
     table = compare(valid_rows(frame_a), valid_rows(frame_b), alpha=args.alpha)  # a NaN row has no value to compare
     failed_b = [(flag.suite, flag.subject) for flag in failed_tests(run_b)]
-    table = attribute_missing(table, failed_b)  # why B lacks a series of A: a failed test, or the run's own choice
+    invalid_b = _series_keys(frame_b) - _series_keys(valid_rows(frame_b))
+    table = attribute_missing(table, failed_b, invalid_b)  # why B lacks a series of A: a failed test, or a choice
     print(
         f"polyperf compare: A = {run_a.name}, B = {run_b.name} (change = Hodges-Lehmann ratio B/A - 1 with its 95% "
         f"interval; Mann-Whitney U at alpha {args.alpha}, {FAMILY_NOTE})\n"
@@ -123,6 +128,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression is not None:
         print(f"polyperf compare: {result.reason}")
     return 0
+
+
+def _series_keys(frame: pd.DataFrame) -> set[tuple[str, ...]]:
+    """(suite, case, implementation, metric) of every series with a row in `frame`."""
+    columns = ["suite", "case", "implementation", "metric"]
+    if frame.empty or not set(columns) <= set(frame.columns):
+        return set()
+    return {tuple(map(str, key)) for key in frame[columns].fillna("").drop_duplicates().itertuples(index=False)}
 
 
 def _profiles_differ(run_a: Path, run_b: Path) -> str:
