@@ -82,7 +82,7 @@ def _time(value: float) -> str:
     if math.isnan(value):
         return ""
     for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if value >= scale:
+        if float(f"{value / scale:.3g}") >= 1:  # 0.9996 ms reads 1 ms, not 1e+03 µs
             return f"{value / scale:.3g} {unit}"
     return f"{value * 1e9:.3g} ns"
 
@@ -122,8 +122,9 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
         if r.verdict not in (UNDECIDED, INCONSISTENT) and 0 < r.decided_at < r.pairs:
             verdict += f" (at {r.decided_at})"
         name = r.case if r.implementation == MICRO_IMPLEMENTATION else f"{r.implementation} ({r.case})"
+        change = "" if r.verdict == INCONSISTENT else _pct(r.ratio)  # no common median: no one change to print
         lines.append(
-            f"| {r.suite} / {name} | {_time(r.median_a)} | {_time(r.median_b)} | {_pct(r.ratio)} | {interval} "
+            f"| {r.suite} / {name} | {_time(r.median_a)} | {_time(r.median_b)} | {change} | {interval} "
             f"| {r.pairs} | {verdict} |"
         )
     attrs = table.attrs
