@@ -63,6 +63,18 @@ def _int(value: Any) -> int | None:
     return int(number)
 
 
+def _int_within(low: int, high: int) -> Callable[[Any], int | None]:
+    """A whole number within [low, high]: a count a machine can have, which every store column can hold."""
+
+    def convert(value: Any) -> int | None:
+        number = _int(value)
+        if number is not None and not low <= number <= high:
+            raise ValueError(f"expected a whole number from {low:,} to {high:,}, found {number:,}")
+        return number
+
+    return convert
+
+
 def _bool(value: Any) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
@@ -173,8 +185,8 @@ _OMITTED_WHEN_EMPTY = frozenset({"profile", "suites", "command", "seed", "suite_
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "schema_version": _int,
     "git_commit": _commit,
-    "cpu_count": _int,
-    "memory_bytes": _int,
+    "cpu_count": _int_within(1, 2**20),
+    "memory_bytes": _int_within(0, 2**62),
     "seed": _int,
     "cpu_affinity": _ints,
     "git_dirty": _bool,
