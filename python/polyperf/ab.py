@@ -35,6 +35,7 @@ from polyperf.ab_store import StoredSequence
 from polyperf.analyse.ab import GATED_METRICS, evaluate_pairs, overall, to_markdown
 from polyperf.build.revisions import AB_CACHE, Revision, RevisionError, prepare
 from polyperf.common import procs
+from polyperf.common.atomic import write_text_atomic
 from polyperf.orchestrate.ab_servers import SERVER_SUITES, ServerSides, apps_of
 from polyperf.orchestrate.ab_worker import CASES
 from polyperf.record.env import write_env
@@ -229,8 +230,8 @@ def run_ab(options: ABOptions) -> ABOutcome:
     header["servers"] = conditions
     header["earlier"] = (stored.offset, restarted)
     markdown = to_markdown(table, header)
-    (run_dir / "ab.md").write_text(markdown, encoding="utf-8")
-    table.to_json(run_dir / "ab.json", orient="records", indent=1)
+    write_text_atomic(run_dir / "ab.md", markdown)  # never through a link planted in the run folder
+    write_text_atomic(run_dir / "ab.json", table.to_json(orient="records", indent=1))
     done = {"pairs": pairs, "elapsed_s": elapsed, "verdict": verdict, "stopped": stop}
     sequence = {"file": str(stored.path), "earlier_pairs": stored.offset, "set_aside": str(stored.set_aside or "")}
     write_env(run_dir, ab={"sides": sides, "seed": seed, **({"servers": conditions} if conditions else {}), **done,
