@@ -63,12 +63,14 @@ OHA_BODY = {"mac": "3C-5A-B4-0E-71-9F", "firmware": "2.4.17"}  # oha sends one b
 def plan(profile):
     return {
         "pools": profile.pick(smoke=[8], quick=[8, 64], full=[8, 32, 128, 500]),
-        # the first pool's ceiling and fixed-rate runs carry the claims: six repeats give a 95% interval
-        "repeats": profile.pick(smoke=1, quick=6, full=10),
+        # the first pool's ceiling runs carry the claims: twelve repeats of short windows give their sign tests a
+        # p-value (0.0005) the run's family control can pass; six at a fixed rate give the spikes an interval
+        "repeats": profile.pick(smoke=1, quick=12, full=12),
+        "fixed_repeats": profile.pick(smoke=1, quick=6, full=10),
         "other_repeats": profile.pick(smoke=1, quick=1, full=3),  # the other pools: the shape by pool size
         "connections": profile.pick(smoke=64, quick=256, full=512),
         "calibrate_requests": profile.pick(smoke=1_500, quick=2_000, full=20_000),
-        "ceiling_s": profile.pick(smoke=0.7, quick=0.7, full=5.0),
+        "ceiling_s": profile.pick(smoke=0.7, quick=0.35, full=5.0),
         "fixed_s": profile.pick(smoke=3.0, quick=3.0, full=10.0),  # whole seconds: one p99 each
         "rate": profile.pick(smoke=500, quick=1_000, full=2_000),
         "locust_steps": profile.pick(
@@ -86,12 +88,12 @@ def plan(profile):
     }
 
 
-def _by_repeats(env, plan, targets, apps=APPS):
-    """(repeat, target): the first pool's targets of `apps` `repeats` times (the claims' series), every other
+def _by_repeats(env, plan, targets, apps=APPS, repeats="repeats"):
+    """(repeat, target): the first pool's targets of `apps` `plan[repeats]` times (the claims' series), every other
     target `other_repeats` times; each repeat in the environment's random order."""
     claimed = [t for t in targets if t.params["pool_size"] == plan["pools"][0] and t.name in apps]
     others = [t for t in targets if t not in claimed]
-    yield from env.interleave(plan["repeats"], claimed)
+    yield from env.interleave(plan[repeats], claimed)
     if others:
         yield from env.interleave(plan["other_repeats"], others)
 
@@ -223,7 +225,7 @@ def test_fixed_rate(env, runs, plan, ceilings, targets):
     slowest = min(ceilings.values(), default=None)
     rate = plan["rate"] if slowest is None else min(plan["rate"], max(100, round(slowest / 2, -2)))
     first = [t for t in targets if t.params["pool_size"] == plan["pools"][0]]
-    for repeat, target in _by_repeats(env, plan, first, SPIKE_APPS):
+    for repeat, target in _by_repeats(env, plan, first, SPIKE_APPS, repeats="fixed_repeats"):
         m, _check = runs.oha(
             target,
             case="fixed_rate",
@@ -277,7 +279,7 @@ def test_locust(env, runs, plan, targets):
     if not plan["locust_steps"]:
         pytest.skip("the locust ramp runs in smoke and full; quick judges spikes from oha's fixed-rate runs")
     largest = [t for t in targets if t.params["pool_size"] == max(plan["pools"])]
-    for repeat, target in env.interleave(plan["repeats"], largest):
+    for repeat, target in env.interleave(plan["fixed_repeats"], largest):
         m, _check, seen = runs.locust(
             target, case="locust", steps=plan["locust_steps"], think=THINK_S, timeout=CLIENT_TIMEOUT_S, repeat=repeat
         )
