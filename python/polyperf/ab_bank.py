@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import itertools
 import json
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from polyperf.store.records import fingerprint
 __all__ = ["COLUMNS", "FAMILIES", "machine", "record"]
 
 FAMILIES = {"micro": ("io_buffering", "bson"), "servers": ("http_frameworks",)}
-FAILURES_ALLOWED = 20  # repeats that may fail (a server that served nothing in a window) before the recording stops
+FAILURES_ALLOWED = 40  # failed repeats (a load generator that hung, a window with no requests) before it stops
 COLUMNS = ["family", "suite", "series", "repeat", "order", "a", "b", "repeat_wall_s", "started_unix"]
 
 
@@ -73,7 +74,7 @@ def _servers(rev: Revision, work: Path) -> Iterator[tuple[str, list[tuple[str, s
     revs = {"A": rev, "B": replace(rev)}
     orders = _orders(int(time.time()))
     with ServerSides(list(FAMILIES["servers"]), revs, log_dir=work / "logs") as servers:
-        for repeat in iter(int, 1):  # forever; the caller stops
+        for repeat in itertools.count():  # the caller stops
             order, started = next(orders), time.monotonic()
             try:
                 rows = servers.measure(repeat, order)
