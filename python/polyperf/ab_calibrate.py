@@ -156,7 +156,8 @@ def figure(curve: pd.DataFrame, path: Path) -> None:
             q90.append(minutes.quantile(0.9) if len(minutes) else np.nan)
         top, bottom = axes[0][col], axes[1][col]
         top.errorbar(effect, share, yerr=[np.subtract(share, low), np.subtract(high, share)], marker="o", capsize=3)
-        top.set_title(f"{family}: {len(rows[rows['factor'] == 1.0])} A/A sessions and more per effect", fontsize=9)
+        counts = rows.groupby("factor").size()
+        top.set_title(f"{family}: {counts.max():,} or {counts.min():,} replayed sessions per point", fontsize=9)
         top.set_ylim(-0.02, 1.02)
         bottom.plot(effect, med, marker="o", label="median")
         bottom.fill_between(effect, q10, q90, alpha=0.25, label="10%-90%")
