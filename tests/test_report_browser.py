@@ -112,7 +112,7 @@ def make_run(out: Path) -> Path:
         "profile": "smoke",
         "cpu_model": "Synthetic CPU",
         "cpu_count": 2,
-        "git_commit": "0123456789abcdef",
+        "git_commit": "0123456789abcdef" * 2 + "01234567",
         "suites": ["io_buffering", "toy_http"],
         "notes": ["toy_http: wrk not installed, its rows are missing"],
         "schema_version": 2,
