@@ -103,7 +103,10 @@ def run_child(
         interrupted = False
         while proc.poll() is None:
             elapsed = time.time() - spawned
-            if interrupt and not interrupted and elapsed >= bounds.duration:
+            # the SIGINT waits (bounded) for the generator to catch it: one that arrives before its handler is
+            # installed kills it with no report (seen on a loaded 2-core machine with 0.5 s windows)
+            ready = _catches_sigint(proc.pid) or elapsed >= bounds.duration + SIGINT_WAIT_S
+            if interrupt and not interrupted and elapsed >= bounds.duration and ready:
                 ended = time.time()
                 proc.send_signal(signal.SIGINT)
                 interrupted = True
@@ -121,6 +124,20 @@ def run_child(
         raise LoadFailed(f"{' '.join(cmd)} exited with {proc.returncode}; log {log_path}: {log_tail(log_path)}")
     exited = time.time()
     return spawned, exited if end_at_exit or ended is None else ended
+
+
+SIGINT_WAIT_S = 5.0  # the longest a generator's start may delay its interrupt past the duration
+
+
+def _catches_sigint(pid: int) -> bool:
+    """Whether the process has installed a SIGINT handler (the SigCgt mask of /proc/PID/status)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except (OSError, ValueError, IndexError):
+        return True  # nothing to wait for where it cannot be read
+    return True
 
 
 def driver_window(spawned: float, ended: float, total: float) -> tuple[float, float]:
