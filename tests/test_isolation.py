@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -87,7 +88,9 @@ def _env(seed: int, keys=("a", "b", "c", "d", "e")) -> LoadEnv:
     fleet = SimpleNamespace(
         targets=targets, servers={t.key: object() for t in targets}, server_cpus=[0], workers=1, budgets={}
     )
-    return LoadEnv(fleet, _Record(), client_cpus=[1], log_dir=Path("."), seed=seed)
+    return LoadEnv(
+        fleet, _Record(), client_cpus=[1], log_dir=Path(tempfile.mkdtemp(prefix="polyperf-isolation-")), seed=seed
+    )
 
 
 def _orders(env: LoadEnv, repeats: int) -> list[list[str]]:

@@ -4,6 +4,7 @@ its methods (`note_problem`, `add_params`, `measure_also`, `stop_measuring`), wh
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,7 +22,9 @@ _WRITE = re.compile(
 def _env() -> LoadEnv:
     fleet = SimpleNamespace(server_cpus=[0], workers=1)
     writer = SimpleNamespace(write=lambda rows: None)
-    return LoadEnv(fleet, Recorder(writer, "s"), client_cpus=[1], log_dir=Path("logs"), seed=1)
+    return LoadEnv(
+        fleet, Recorder(writer, "s"), client_cpus=[1], log_dir=Path(tempfile.mkdtemp(prefix="polyperf-fields-")), seed=1
+    )
 
 
 def test_the_methods_change_what_they_say():
