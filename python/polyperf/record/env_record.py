@@ -145,7 +145,10 @@ class RunEnv:
         """Any version's env.json → the current record. Raises ValueError for a newer version than this polyperf
         knows or a known field of the wrong type (one line, naming the field)."""
         data = dict(raw)
-        version = _int(data.get("schema_version")) or 1
+        try:
+            version = _int(data.get("schema_version")) or 1
+        except (TypeError, ValueError) as exc:
+            raise BadField(f"field schema_version: {exc}") from None
         if version < 1:
             raise ValueError(f"field schema_version: {version} is no version of env.json")
         if version > ENV_SCHEMA_VERSION:
