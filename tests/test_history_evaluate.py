@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import make_annotated_history
+import numpy as np
 import pytest
 
 from polyperf.analyse.change_scores import matched, score
@@ -50,7 +51,7 @@ def test_the_text_names_both_precisions(capsys) -> None:
     [
         (None, "no such file"),
         ("series,value\na,1\n", "missing column alert"),
-        ("series,value,alert\na,1,maybe\n", "alert 'maybe' is not one of: empty, valid, invalid"),
+        ("series,value,alert\na,1,maybe\n", "alert 'maybe' is not one of: empty, valid, invalid, missed"),
         ("series,value,alert\na,1,\na,fast,\n", "line 3: value 'fast' is not a finite number"),
         ("", "not a CSV table"),
     ],
@@ -67,3 +68,42 @@ def test_bad_tables_are_refused_in_one_line(tmp_path: Path, capsys, content: str
 def test_a_negative_tolerance_is_refused(capsys) -> None:
     assert main(["history", "evaluate", str(SAMPLE), "--k", "-1"]) == 2
     assert capsys.readouterr().err == "polyperf: --k must be 0 or more points (got -1)\n"
+
+
+def _perfherder_csv(values: list[float], outcomes: dict[int, str]) -> str:
+    """A series as REALISE-Performance lays it out: many columns, `value` second, the triage outcome last."""
+    lines = ["revision,value,push_timestamp,single_alert_status,alert_summary_status_general"]
+    for i, v in enumerate(values):
+        outcome = outcomes.get(i, "TN")
+        alert_status = "" if outcome == "TN" else "2"
+        lines.append(f"{i:040x},{float(v)!r},2023-05-{1 + i // 40:02d} 10:00:00,{alert_status},{outcome}")
+    return "\n".join(lines) + "\n"
+
+
+def test_perfherder_series_are_read_as_the_dataset_lays_them_out(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(7)
+    step = np.r_[np.full(100, 100.0), np.full(100, 130.0)] * np.exp(rng.normal(0, 0.01, 200))
+    flat = 50.0 * np.exp(rng.normal(0, 0.01, 200))
+    (tmp_path / "autoland").mkdir()
+    (tmp_path / "autoland" / "1_timeseries_data.csv").write_text(_perfherder_csv(list(step), {100: "TP"}))
+    (tmp_path / "autoland" / "2_timeseries_data.csv").write_text(_perfherder_csv(list(flat), {60: "FP"}))
+    (tmp_path / "3_timeseries_data.csv").write_text(_perfherder_csv(list(step), {101: "FN"}))
+    (tmp_path / "notes.csv").write_text("a,b\n1,2\n")  # not a series: left alone
+    assert main(["history", "evaluate", str(tmp_path), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    # FN (a change a sheriff added by hand) is a true change but not one of the alerts whose valid share is printed
+    assert (figures["series"], figures["annotated_changes"], figures["alerts_valid"]) == (3, 2, 1)
+    assert figures["alerts_invalid"] == 1 and figures["alerts_valid_share"] == 0.5
+    assert figures["series_with_invalid_alerts"] == 1 and figures["series_without_alerts"] == 1
+    assert figures["matched"] == 2 and figures["detections"] == 2  # both steps found, nothing on the flat one
+    one = tmp_path / "autoland" / "2_timeseries_data.csv"
+    assert main(["history", "evaluate", str(one), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["series"] == 1
+
+
+def test_an_unknown_triage_outcome_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "1_timeseries_data.csv"
+    path.write_text(_perfherder_csv([1.0, 2.0], {1: "MAYBE"}))
+    assert main(["history", "evaluate", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "triage outcome 'MAYBE' is not one of: TN, TP, FN, FP" in err

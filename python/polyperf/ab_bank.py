@@ -18,6 +18,7 @@ import contextlib
 import csv
 import itertools
 import json
+import os
 import sys
 import tempfile
 import time
@@ -146,9 +147,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"polyperf ab_bank: {exc}", file=sys.stderr)
         return 2
     work = args.work or Path(tempfile.mkdtemp(prefix="polyperf-ab-bank-"))
+    # the load average says how busy the machine was: the bank's noise is that state's noise
     meta = {"family": args.family, "revision": rev.commit, "machine": machine(), "started_unix": time.time()}
-    args.out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    meta["load_average_1min_at_start"] = os.getloadavg()[0]
+    meta_path = args.out.with_suffix(".meta.json")
+    meta_path.write_text(json.dumps(meta, indent=1), encoding="utf-8")
     count = record(args.family, args.out, minutes=args.minutes, rev=rev, work=work, max_repeats=args.max_repeats)
+    meta |= {"ended_unix": time.time(), "load_average_1min_at_end": os.getloadavg()[0], "repeats": count}
+    meta_path.write_text(json.dumps(meta, indent=1), encoding="utf-8")
     print(f"{count} repeats of {args.family} written to {args.out}")
     return 0
 

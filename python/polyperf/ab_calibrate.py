@@ -38,11 +38,15 @@ KNOB_SERIES = {
 BLOCK = 10
 
 
-def load_bank(folder: Path) -> dict[str, Bank]:
-    """The bank's families: every `*.csv.gz` (or `*.csv`) file in `folder`, rows grouped by their family."""
-    files = sorted([*folder.glob("*.csv.gz"), *folder.glob("*.csv")])
-    if not files:
-        raise FileNotFoundError(f"no bank files (*.csv.gz) in {folder}")
+def load_bank(*places: Path) -> dict[str, Bank]:
+    """The bank's families: the given bank files, and every `*.csv.gz` (or `*.csv`) file in the given folders, rows
+    grouped by their family (so one recording, or the recordings of one machine state, can be replayed alone)."""
+    files: list[Path] = []
+    for place in places:
+        found = sorted([*place.glob("*.csv.gz"), *place.glob("*.csv")]) if place.is_dir() else [place]
+        if not found:
+            raise FileNotFoundError(f"no bank files (*.csv.gz) in {place}")
+        files += found
     frames, offset = [], 0
     for path in files:  # each file is one recording, its repeats numbered from 0: they follow one another
         rows = pd.read_csv(path)
@@ -175,7 +179,7 @@ def figure(curve: pd.DataFrame, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m polyperf.ab_calibrate", description=__doc__)
-    parser.add_argument("bank", type=Path, help="folder of bank files (*.csv.gz)")
+    parser.add_argument("bank", type=Path, nargs="+", help="bank files (*.csv.gz), or folders of them")
     parser.add_argument("--sessions", type=int, default=1000, help="sessions per condition (default 1000)")
     parser.add_argument("--curve-sessions", type=int, default=400, help="sessions per other effect (default 400)")
     parser.add_argument("--block", type=int, default=BLOCK, help=f"repeats per drawn block (default {BLOCK})")
@@ -187,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("polyperf ab_calibrate: --sessions, --curve-sessions and --block must be >= 1", file=sys.stderr)
         return 2
     try:
-        banks = load_bank(args.bank)
+        banks = load_bank(*args.bank)
         table, curve = calibrate(
             banks, sessions=args.sessions, curve_sessions=args.curve_sessions, block=args.block, seed=args.seed
         )

@@ -274,14 +274,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         help="score change detection against an annotated history: precision, recall and F1 at k points",
         description=(
-            "Runs the change detection of `polyperf history` on every series of an annotated table and matches its "
+            "Runs the change detection of `polyperf history` on every series of an annotated history and matches its "
             "changes (confirmed and pending) to the changes people confirmed, within K points, one to one. Prints "
-            "precision, recall and F1, and beside them the annotated alerts' own valid share. The table is a CSV "
-            "with columns series, value and alert (rows in commit order within a series; alert empty, valid or "
-            "invalid)."
+            "precision, recall and F1, and beside them the annotated alerts' own valid share, on the same series. "
+            "ANNOTATED is a CSV with columns series, value and alert (rows in commit order within a series; alert "
+            "empty, valid, invalid, or missed: a true change no alert raised), or Perfherder series as Mozilla's "
+            "REALISE-Performance dataset lays them out (data/all-datasets-annotated-aggregated/: one CSV per series, "
+            "triage outcomes TP, FP, FN, TN in alert_summary_status_general), one file or a folder of them."
         ),
     )
-    evaluate.add_argument("annotated", metavar="ANNOTATED_CSV", help="the annotated history (series,value,alert)")
+    evaluate.add_argument(
+        "annotated",
+        metavar="ANNOTATED",
+        help="an annotated CSV (series,value,alert), or Perfherder series: a CSV or a folder",
+    )
     evaluate.add_argument("--k", type=int, default=5, help="tolerance in points (default 5)")
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
     evaluate.set_defaults(func=_cmd_evaluate)

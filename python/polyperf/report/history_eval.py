@@ -2,9 +2,13 @@
 carry the alerts people triaged), beside the alerts' own valid share, so the two read on one sample.
 
 The annotated table: columns `series`, `value` and `alert`, rows in commit order within each series; `alert` is empty,
-`valid` (a change people confirmed: the truth) or `invalid` (an alert people dismissed as noise). Other columns are
-ignored. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as `polyperf history`
-calls it, counting what the page shows (confirmed and pending changes).
+`valid` (an alert people confirmed: a true change), `invalid` (an alert people dismissed as noise) or `missed` (a
+true change no alert raised). Other columns are ignored. Or Perfherder series as Mozilla's REALISE-Performance dataset
+lays them out (one CSV per series, rows in commit order, `value` and the triage outcome `alert_summary_status_general`),
+a file or a folder of them: an alert people kept (TP) is `valid`, one they dismissed (FP) `invalid`, and a change a
+sheriff recorded by hand where the alerts missed it (FN) `missed`: a true change, but not one of the alerts whose valid
+share is printed beside. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
+`polyperf history` calls it, counting what the page shows (confirmed and pending changes).
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from polyperf.analyse.changepoints import find_changes
 
 __all__ = ["ALERTS", "Evaluation", "evaluate_annotated", "read_annotated"]
 
-ALERTS = ("", "valid", "invalid")
+ALERTS = ("", "valid", "invalid", "missed")
+# REALISE-Performance's triage outcome per point → the alert column (its data README: TP an alert sheriffs kept, FP
+# one they marked invalid, FN an alert a sheriff created by hand, TN no alert)
+PERFHERDER_OUTCOMES = {"TN": "", "TP": "valid", "FN": "missed", "FP": "invalid"}
+PERFHERDER_COLUMNS = ("value", "alert_summary_status_general")
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,44 @@ class Evaluation:
 
 
 def read_annotated(path: Path) -> pd.DataFrame:
-    """The table, checked: ValueError with one line naming the file and what is wrong."""
+    """The table, checked: ValueError with one line naming the file and what is wrong. A folder: every Perfherder
+    series CSV below it (sorted by path; a series is named by its path inside the folder)."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.csv") if _is_perfherder(p))
+        if not files:
+            raise ValueError(f"{path}: no Perfherder series CSV (columns {', '.join(PERFHERDER_COLUMNS)}) in it")
+        return pd.concat([_read_perfherder(p, p.relative_to(path).with_suffix("").as_posix()) for p in files])
+    if _is_perfherder(path):
+        return _read_perfherder(path, path.stem)
+    return _read_table(path)
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return f.readline().strip().split(",")
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return []
+
+
+def _is_perfherder(path: Path) -> bool:
+    return path.is_file() and all(c in _header(path) for c in PERFHERDER_COLUMNS)
+
+
+def _read_perfherder(path: Path, name: str) -> pd.DataFrame:
+    try:
+        raw = pd.read_csv(path, usecols=list(PERFHERDER_COLUMNS), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a Perfherder series CSV ({str(exc).splitlines()[0]})") from None
+    outcomes = raw["alert_summary_status_general"].str.strip()
+    unknown = sorted(set(outcomes) - set(PERFHERDER_OUTCOMES))
+    if unknown:
+        raise ValueError(f"{path}: triage outcome {unknown[0]!r} is not one of: {', '.join(PERFHERDER_OUTCOMES)}")
+    table = pd.DataFrame({"series": name, "value": raw["value"], "alert": outcomes.map(PERFHERDER_OUTCOMES)})
+    return _checked(table, path)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, dtype={"series": str, "alert": str}, keep_default_na=False)
     except FileNotFoundError:
@@ -50,13 +95,18 @@ def read_annotated(path: Path) -> pd.DataFrame:
     missing = [c for c in ("series", "value", "alert") if c not in frame]
     if missing:
         raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    return _checked(frame, path)
+
+
+def _checked(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    frame = frame.reset_index(drop=True)
     values = pd.to_numeric(frame["value"], errors="coerce")
     if values.isna().any() or not np.isfinite(values).all():
         row = int(np.flatnonzero(~np.isfinite(values.fillna(np.inf)))[0]) + 2
         raise ValueError(f"{path}: line {row}: value {frame['value'].iloc[row - 2]!r} is not a finite number")
     unknown = sorted(set(frame["alert"]) - set(ALERTS))
     if unknown:
-        raise ValueError(f"{path}: alert {unknown[0]!r} is not one of: empty, valid, invalid")
+        raise ValueError(f"{path}: alert {unknown[0]!r} is not one of: empty, valid, invalid, missed")
     return frame.assign(value=values.astype(float))
 
 
@@ -66,9 +116,9 @@ def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
     for _, rows in frame.groupby("series", sort=False):
         alerts = rows["alert"].to_numpy()
         detected = [c.index for c in find_changes(rows["value"].to_numpy(dtype=float))]
-        pairs.append((detected, list(np.flatnonzero(alerts == "valid"))))
+        pairs.append((detected, list(np.flatnonzero((alerts == "valid") | (alerts == "missed")))))
         with_invalid += bool((alerts == "invalid").any())
-        without += not (alerts != "").any()
+        without += not np.isin(alerts, ("valid", "invalid")).any()
     return Evaluation(
         score(pairs, k),
         int((frame["alert"] == "valid").sum()),
