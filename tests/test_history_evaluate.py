@@ -51,7 +51,7 @@ def test_the_text_names_both_precisions(capsys) -> None:
     [
         (None, "no such file"),
         ("series,value\na,1\n", "missing column alert"),
-        ("series,value,alert\na,1,maybe\n", "alert 'maybe' is not one of: empty, valid, invalid, missed"),
+        ("series,value,alert\na,1,maybe\n", "alert 'maybe' is not one of: empty, valid, invalid, missed, untriaged"),
         ("series,value,alert\na,1,\na,fast,\n", "line 3: value 'fast' is not a finite number"),
         ("", "not a CSV table"),
     ],
@@ -106,4 +106,25 @@ def test_an_unknown_triage_outcome_is_refused_in_one_line(tmp_path: Path, capsys
     path.write_text(_perfherder_csv([1.0, 2.0], {1: "MAYBE"}))
     assert main(["history", "evaluate", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "triage outcome 'MAYBE' is not one of: TN, TP, FN, FP" in err
+    assert err.count("\n") == 1 and "triage outcome 'MAYBE' is not one of: TN, TP, FN, FP, SP" in err
+
+
+def test_a_detection_at_an_alert_still_under_investigation_is_neither_true_nor_false(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(8)
+    step = np.r_[np.full(100, 100.0), np.full(100, 130.0)] * np.exp(rng.normal(0, 0.01, 200))
+    (tmp_path / "1_timeseries_data.csv").write_text(_perfherder_csv(list(step), {100: "SP"}))
+    assert main(["history", "evaluate", str(tmp_path), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["detections"], figures["annotated_changes"], figures["detections_left_out"]) == (0, 0, 1)
+    assert figures["untriaged_alerts"] == 1 and figures["alerts_valid"] + figures["alerts_invalid"] == 0
+
+
+def test_first_scores_the_first_points_of_each_series_only(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(9)
+    step = np.r_[np.full(100, 100.0), np.full(100, 130.0)] * np.exp(rng.normal(0, 0.01, 200))
+    (tmp_path / "1_timeseries_data.csv").write_text(_perfherder_csv(list(step), {100: "TP"}))
+    assert main(["history", "evaluate", str(tmp_path), "--first", "90", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["detections"], figures["annotated_changes"]) == (0, 0)
+    assert main(["history", "evaluate", str(tmp_path), "--first", "1"]) == 2
+    assert capsys.readouterr().err == "polyperf: --first must be 2 points or more (got 1)\n"

@@ -164,6 +164,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"polyperf: {exc}", file=sys.stderr)
         return 2
+    if args.first is not None:
+        if args.first < 2:
+            print(f"polyperf: --first must be 2 points or more (got {args.first})", file=sys.stderr)
+            return 2
+        frame = frame.groupby("series", sort=False).head(args.first)
     result = evaluate_annotated(frame, args.k)
     s = result.detector
     if args.json:
@@ -182,6 +187,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     "alerts_valid_share": None if math.isnan(result.alerts_valid_share) else result.alerts_valid_share,
                     "series_with_invalid_alerts": result.series_with_invalid,
                     "series_without_alerts": result.series_without_alerts,
+                    "untriaged_alerts": result.untriaged_alerts,
+                    "detections_left_out": result.detections_left_out,
                 },
                 indent=1,
             )
@@ -200,6 +207,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         f"the annotated alerts: {result.valid_alerts} of {_count(alerts, 'alert')} valid "
         f"(their precision {result.alerts_valid_share:.2f})"
     )
+    if result.untriaged_alerts:
+        print(
+            f"{_count(result.untriaged_alerts, 'alert')} still under investigation: neither truth nor alert; "
+            f"{_count(result.detections_left_out, 'detection')} only near one left out of the score"
+        )
     return 0
 
 
@@ -289,6 +301,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="an annotated CSV (series,value,alert), or Perfherder series: a CSV or a folder",
     )
     evaluate.add_argument("--k", type=int, default=5, help="tolerance in points (default 5)")
+    evaluate.add_argument(
+        "--first", type=int, default=None, metavar="N", help="score only the first N points of each series"
+    )
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
     evaluate.set_defaults(func=_cmd_evaluate)
     back = hist_sub.add_parser(

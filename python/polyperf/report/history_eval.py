@@ -2,12 +2,14 @@
 carry the alerts people triaged), beside the alerts' own valid share, so the two read on one sample.
 
 The annotated table: columns `series`, `value` and `alert`, rows in commit order within each series; `alert` is empty,
-`valid` (an alert people confirmed: a true change), `invalid` (an alert people dismissed as noise) or `missed` (a
-true change no alert raised). Other columns are ignored. Or Perfherder series as Mozilla's REALISE-Performance dataset
-lays them out (one CSV per series, rows in commit order, `value` and the triage outcome `alert_summary_status_general`),
-a file or a folder of them: an alert people kept (TP) is `valid`, one they dismissed (FP) `invalid`, and a change a
-sheriff recorded by hand where the alerts missed it (FN) `missed`: a true change, but not one of the alerts whose valid
-share is printed beside. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
+`valid` (an alert people confirmed: a true change), `invalid` (an alert people dismissed as noise), `missed` (a true
+change no alert raised) or `untriaged`. Other columns are ignored. Or Perfherder series as Mozilla's
+REALISE-Performance dataset lays them out (one CSV per series, rows in commit order, `value` and the triage outcome
+`alert_summary_status_general`), a file or a folder of them: an alert people kept (TP) is `valid`, one they dismissed
+(FP) `invalid`, a change a sheriff recorded by hand where the alerts missed it (FN) `missed` (a true change, but not
+one of the alerts whose valid share is printed beside), and an alert whose summary was still under investigation (SP)
+`untriaged`: no truth either way, so a detection within k points of one only is left out of the score rather than
+counted true or false. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
 `polyperf history` calls it, counting what the page shows (confirmed and pending changes).
 """
 
@@ -25,11 +27,12 @@ from polyperf.analyse.changepoints import find_changes
 
 __all__ = ["ALERTS", "Evaluation", "evaluate_annotated", "read_annotated"]
 
-ALERTS = ("", "valid", "invalid", "missed")
+ALERTS = ("", "valid", "invalid", "missed", "untriaged")
 # REALISE-Performance's triage outcome per point → the alert column (its data README: TP an alert sheriffs kept, FP
 # one they marked invalid, FN an alert a sheriff created by hand, TN no alert)
-PERFHERDER_OUTCOMES = {"TN": "", "TP": "valid", "FN": "missed", "FP": "invalid"}
-PERFHERDER_COLUMNS = ("value", "alert_summary_status_general")
+PERFHERDER_OUTCOMES = {"TN": "", "TP": "valid", "FN": "missed", "FP": "invalid", "SP": "untriaged"}
+# the summary-level triage outcome; older versions of the dataset name it alert_status_general
+OUTCOME_COLUMNS = ("alert_summary_status_general", "alert_status_general")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class Evaluation:
     invalid_alerts: int
     series_with_invalid: int
     series_without_alerts: int
+    untriaged_alerts: int = 0
+    detections_left_out: int = 0  # within k of an untriaged alert only: neither true nor false
 
     @property
     def alerts_valid_share(self) -> float:
@@ -53,7 +58,7 @@ def read_annotated(path: Path) -> pd.DataFrame:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.csv") if _is_perfherder(p))
         if not files:
-            raise ValueError(f"{path}: no Perfherder series CSV (columns {', '.join(PERFHERDER_COLUMNS)}) in it")
+            raise ValueError(f"{path}: no Perfherder series CSV (columns value and {OUTCOME_COLUMNS[0]}) in it")
         return pd.concat([_read_perfherder(p, p.relative_to(path).with_suffix("").as_posix()) for p in files])
     if _is_perfherder(path):
         return _read_perfherder(path, path.stem)
@@ -68,16 +73,22 @@ def _header(path: Path) -> list[str]:
         return []
 
 
+def _outcome_column(path: Path) -> str | None:
+    header = _header(path) if path.is_file() else []
+    return next((c for c in OUTCOME_COLUMNS if c in header), None) if "value" in header else None
+
+
 def _is_perfherder(path: Path) -> bool:
-    return path.is_file() and all(c in _header(path) for c in PERFHERDER_COLUMNS)
+    return _outcome_column(path) is not None
 
 
 def _read_perfherder(path: Path, name: str) -> pd.DataFrame:
+    column = _outcome_column(path)
     try:
-        raw = pd.read_csv(path, usecols=list(PERFHERDER_COLUMNS), dtype=str, keep_default_na=False)
+        raw = pd.read_csv(path, usecols=["value", column], dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: not a Perfherder series CSV ({str(exc).splitlines()[0]})") from None
-    outcomes = raw["alert_summary_status_general"].str.strip()
+    outcomes = raw[column].str.strip()
     unknown = sorted(set(outcomes) - set(PERFHERDER_OUTCOMES))
     if unknown:
         raise ValueError(f"{path}: triage outcome {unknown[0]!r} is not one of: {', '.join(PERFHERDER_OUTCOMES)}")
@@ -106,17 +117,21 @@ def _checked(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
         raise ValueError(f"{path}: line {row}: value {frame['value'].iloc[row - 2]!r} is not a finite number")
     unknown = sorted(set(frame["alert"]) - set(ALERTS))
     if unknown:
-        raise ValueError(f"{path}: alert {unknown[0]!r} is not one of: empty, valid, invalid, missed")
+        raise ValueError(f"{path}: alert {unknown[0]!r} is not one of: empty, {', '.join(ALERTS[1:])}")
     return frame.assign(value=values.astype(float))
 
 
 def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
     pairs = []
-    with_invalid = without = 0
+    with_invalid = without = left_out = 0
     for _, rows in frame.groupby("series", sort=False):
         alerts = rows["alert"].to_numpy()
         detected = [c.index for c in find_changes(rows["value"].to_numpy(dtype=float))]
-        pairs.append((detected, list(np.flatnonzero((alerts == "valid") | (alerts == "missed")))))
+        truths = np.flatnonzero((alerts == "valid") | (alerts == "missed"))
+        open_ = np.flatnonzero(alerts == "untriaged")
+        unscored = [d for d in detected if _near(d, open_, k) and not _near(d, truths, k)]
+        pairs.append(([d for d in detected if d not in unscored], list(truths)))
+        left_out += len(unscored)
         with_invalid += bool((alerts == "invalid").any())
         without += not np.isin(alerts, ("valid", "invalid")).any()
     return Evaluation(
@@ -125,4 +140,10 @@ def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
         int((frame["alert"] == "invalid").sum()),
         with_invalid,
         without,
+        int((frame["alert"] == "untriaged").sum()),
+        left_out,
     )
+
+
+def _near(index: int, points: np.ndarray, k: int) -> bool:
+    return bool(len(points)) and bool(np.abs(points - index).min() <= k)
