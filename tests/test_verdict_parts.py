@@ -3,10 +3,14 @@ run, and both in `--json` records and headlines."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from polyperf.analyse.claims import Claim, evaluate
+from polyperf.analyse.family import adjust, decision_threshold
 from polyperf.record.schema import as_frame
+from polyperf.report.terminal import answers_text
+from polyperf.report.view import verdict_rows
 
 NOISE = (0.97, 1.0, 1.03, 0.99, 1.02, 1.01, 0.98, 1.0)
 
@@ -91,7 +95,7 @@ def test_one_family_per_run_demotes_what_only_its_own_interval_decided():
     claims = [_claim(case) for case in cases]
     holm = evaluate(_frame(cases), claims, family="holm")
     assert {v.verdict for v in holm} == {"inconclusive"} and holm[0].family.tests == 30
-    assert "not after the family's control (p = 0.0312, adjusted 0.938; Holm over 30 tests)" in holm[0].reason
+    assert "not after the family's control (p = 0.0312, adjusted 0.938; Holm over 30 tests;" in holm[0].reason
     by = evaluate(_frame(cases), claims)  # Benjamini-Yekutieli: 0.031 x c(30) = 0.12, none stands
     assert {v.verdict for v in by} == {"inconclusive"} and "Benjamini-Yekutieli over 30 tests" in by[0].reason
     twelve = NOISE + NOISE[:4]  # 12 pairs: p = 2 x 0.5^12 = 0.00049 each, adjusted 0.00049 x c(30) = 0.0019
@@ -142,3 +146,36 @@ def test_exact_counts_are_not_tests_and_keep_their_published_size():
     assert (v.verdict, v.direction, v.size) == ("reproduced", None, "as published")
     assert v.headline == "reproduced, as published (2,009,109 vs 2,009,119 syscalls)"
     assert v.family.tests == 0 and v.as_record()["p_values"] == {}
+
+
+def test_an_answer_the_family_held_back_shows_the_interval_it_agrees_with():
+    """The 95% interval of a part the family held back lies clear of the bound; the interval at the family's level
+    (1 - its decision threshold) touches it, and a decided part's clears it: the printed answer and its numbers
+    agree. Five parts of 12 pairs are declared (p = 0.00049), five of 6 pairs (p = 0.031) are not: BY over 10
+    declares at p <= 5 x 0.05 / (10 c(10)) = 0.0085."""
+    twelve, six = NOISE + NOISE[:4], NOISE[:6]
+    cases = {f"c{i}": (2.0, twelve if i < 5 else six) for i in range(10)}
+    verdicts = evaluate(_frame(cases), [_claim(case) for case in cases])
+    decided, held = verdicts[:5], verdicts[5:]
+    threshold = 5 * 0.05 / (10 * sum(1 / i for i in range(1, 11)))
+    assert {v.verdict for v in decided} == {"reproduced"} and {v.verdict for v in held} == {"inconclusive"}
+    for v in decided:
+        assert v.family_level == pytest.approx(1 - threshold) and v.family_interval.low > 1
+    for v in held:
+        assert v.measured.low > 1  # its own 95% interval clears 1 ...
+        wide = v.family_interval  # ... the family's does not (6 pairs bound none at 99.15%: the whole line)
+        assert not wide.has_interval or wide.low <= 1
+        assert "at the family's level, 99.15%" in v.reason
+        row = verdict_rows([v])[0]
+        assert row.family_interval.endswith("at the family's 99.15%")
+        assert "at the family's 99.15%" in answers_text([v], done=["io_buffering"], total=7)
+
+
+@pytest.mark.parametrize("method", ["by", "holm"])
+def test_the_decision_threshold_declares_exactly_what_the_family_declares(method):
+    rng = np.random.default_rng(3)
+    for _ in range(3000):
+        m = int(rng.integers(1, 40))
+        p = np.where(rng.random(m) < 0.5, rng.random(m) * 0.01, rng.random(m))
+        t = decision_threshold(p.tolist(), method)
+        assert ((np.asarray(adjust(p.tolist(), method)) <= 0.05) == (p <= t)).all()

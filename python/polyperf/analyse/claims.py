@@ -27,16 +27,17 @@ entry without one; `headline` says both parts in words: "reproduced, 5.6x larger
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from polyperf.analyse.family import DEFAULT, Family, control
+from polyperf.analyse.family import DEFAULT, Family, control, decision_threshold
 from polyperf.analyse.headline import headline, rule_text
-from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, size_band, tested_part
+from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, num, size_band, tested_part
 from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, ratio_of_medians, summarize
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 from polyperf.record.catalogue import metric_info
@@ -120,6 +121,8 @@ class Verdict:
     parts: Mapping[str, Part] = field(default_factory=dict)  # "direction" or "band", and "size"
     adjusted: Mapping[str, float] = field(default_factory=dict)  # each tested part's p-value after the family's
     family: Family | None = None
+    family_interval: Summary | None = None  # the estimate at the family's level: decided exactly where it clears
+    family_level: float | None = None  # that level, 1 - the family's decision threshold
 
     @property
     def size_ratio(self) -> tuple[float, float, float] | None:
@@ -148,6 +151,9 @@ class Verdict:
             "ci_low": number(m.low) if interval else None,
             "ci_high": number(m.high) if interval else None,
             "level": LEVEL if interval and m.method != EXACT else None,
+            "family_level": self.family_level,
+            "family_ci_low": number(self.family_interval.low) if self.family_interval else None,
+            "family_ci_high": number(self.family_interval.high) if self.family_interval else None,
             "n": m.n if m else 0,
             "n_numerator": self.n_numerator,
             "n_denominator": self.n_denominator,
@@ -285,6 +291,7 @@ class _Measured:
     n_numerator: int | None = None
     n_denominator: int | None = None
     unjudgeable: bool = False  # rows exist, but no estimate can be made of them
+    at_level: Callable[[float], Summary] | None = None  # the same estimate with its interval at another level
 
 
 def _missing_reason(frame: pd.DataFrame, claim: Claim, side: str, why: str, spec: Mapping[str, Any]) -> str:
@@ -312,7 +319,10 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
         values = per_repeat(rows).dropna()
         if values.empty:
             return _Measured(None, "no valid values (every selected value is NaN)", unjudgeable=True)
-        return _Measured(exact_range(values) if _is_exact(rows) else summarize(values.to_numpy()))
+        if _is_exact(rows):
+            return _Measured(exact_range(values))
+        data = values.to_numpy()
+        return _Measured(summarize(data), at_level=lambda level: summarize(data, level))
     (num, _), (den, _) = selected
     for rows, side in ((num, "numerator"), (den, "denominator")):
         if rows["value"].isna().all():  # left out when loaded (NaN, out of range, negative), or measured as NaN
@@ -323,6 +333,7 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
         if joined.empty:
             return _Measured(None, "numerator and denominator share no repeat to pair", len(a), len(b))
         a, b = joined["num"], joined["den"]
+    at_level = None
     try:
         if _is_exact(num, den) and claim.paired:
             if not (b > 0).all():
@@ -330,10 +341,12 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
             summary = exact_range((a / b).to_numpy())
         else:
             pair = (a.to_numpy(), b.to_numpy())
-            summary = ratio(*pair, paired=True) if claim.paired else ratio_of_medians(*pair)
+            estimate = partial(ratio, paired=True) if claim.paired else ratio_of_medians
+            summary = estimate(*pair)
+            at_level = lambda level: estimate(*pair, level=level)  # noqa: E731
     except ValueError as exc:
         return _Measured(None, f"no ratio can be formed: {exc}", len(a), len(b), unjudgeable=True)
-    return _Measured(summary, "", len(a), len(b))
+    return _Measured(summary, "", len(a), len(b), at_level=at_level)
 
 
 _VERDICT_OF = {"reproduced": "reproduced", "inside": "reproduced", "inconclusive": "inconclusive"}
@@ -342,19 +355,31 @@ _VERDICT_OF |= dict.fromkeys(("opposite", "above", "below"), "not reproduced")
 
 def _family(
     judged: list[tuple[Claim, _Measured, dict[str, Part], float | None]], method: str, rate: float
-) -> tuple[Family, list[dict[str, float]]]:
-    """Adjusts every tested part of the run together; returns the family and each entry's adjusted p-values."""
+) -> tuple[Family, list[dict[str, float]], float]:
+    """Adjusts every tested part of the run together; returns the family, each entry's adjusted p-values and the
+    family's decision threshold (`family.decision_threshold`)."""
     keys = [(i, name) for i, (_, _, parts, _) in enumerate(judged) for name, part in parts.items()]
     parts = [judged[i][2][name] for i, name in keys]
     pvalues = [part.p_value for part in parts]
-    adjusted = control(pvalues, [part.decided_by_interval for part in parts], method)
+    declarable = [part.decided_by_interval for part in parts]
+    adjusted = control(pvalues, declarable, method)
+    entered = [p if ok or math.isnan(p) else 1.0 for p, ok in zip(pvalues, declarable, strict=True)]
     tested = [part for part in parts if not math.isnan(part.p_value)]
     family = Family(len(tested), method, rate, sum(part.decided_by_interval for part in tested))
     out: list[dict[str, float]] = [{} for _ in judged]
     for (i, name), p in zip(keys, adjusted, strict=True):
         if not math.isnan(p):
             out[i][name] = p
-    return family, out
+    return family, out, decision_threshold(entered, method, rate)
+
+
+def _family_interval(measured: _Measured, parts: Mapping[str, Part], threshold: float) -> Summary | None:
+    """The estimate's interval at the family's level (1 - threshold), for an entry with a tested part: it excludes
+    a bound exactly when the family declares, so it is the interval a decision after the family agrees with."""
+    tested = any(not math.isnan(p.p_value) for p in parts.values())
+    if measured.at_level is None or not tested or not 0 < threshold < 1:
+        return None
+    return measured.at_level(1 - threshold)  # NaN bounds: its n bounds no interval at that level
 
 
 def evaluate(
@@ -370,12 +395,21 @@ def evaluate(
         if measured.summary is not None:
             parts, floor = judge_parts(measured.summary, claim.rule, claim.center, claim.size_band, claim.min_effect)
         judged.append((claim, measured, parts, floor))
-    fam, adjusted = _family(judged, family, rate)
+    fam, adjusted, threshold = _family(judged, family, rate)
     verdicts = []
     for (claim, measured, parts, floor), adj in zip(judged, adjusted, strict=True):
+        wide = _family_interval(measured, parts, threshold)
         short = f"{fam.name} over {fam.tests} tests"
+        if wide is not None:
+            short += f"; at the family's level, {1 - threshold:.2%}, " + (
+                f"the interval is {num(wide.low)}–{num(wide.high)}"
+                if wide.has_interval
+                else f"n = {wide.n} bounds no interval"
+            )
         parts = {k: tested_part(p, adj.get(k, math.nan), short, rate) for k, p in parts.items()}
-        verdicts.append(_verdict(claim, measured, parts, floor, adj, fam))
+        level = 1 - threshold if wide is not None else None
+        verdict = _verdict(claim, measured, parts, floor, adj, fam)
+        verdicts.append(replace(verdict, family_interval=wide, family_level=level))
     return verdicts
 
 

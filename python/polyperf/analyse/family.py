@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import false_discovery_control
 
-__all__ = ["DEFAULT", "METHODS", "Family", "adjust", "by", "control", "holm"]
+__all__ = ["DEFAULT", "METHODS", "Family", "adjust", "by", "control", "decision_threshold", "holm"]
 
 METHODS = {
     "by": ("Benjamini-Yekutieli", "false discovery rate"),
@@ -75,6 +75,23 @@ def control(pvalues: Sequence[float], declarable: Sequence[bool], method: str = 
     ones bring their p-value: the others enter with p = 1 (see the module's comment)."""
     entered = [p if ok or math.isnan(p) else 1.0 for p, ok in zip(pvalues, declarable, strict=True)]
     return adjust(entered, method)
+
+
+def decision_threshold(entered: Sequence[float], method: str = DEFAULT, rate: float = 0.05) -> float:
+    """The largest unadjusted p-value the family declares at: a part is declared exactly when its p-value is at or
+    below it, so an interval at level 1 - threshold (the test's dual) excludes a bound exactly when the family
+    declares. With R of the m tests declared: Benjamini-Yekutieli's step-up declares every p <= R q / (m c(m)),
+    c(m) = 1 + 1/2 + ... + 1/m; Holm's step-down every p <= q / (m - R + 1). With none declared, the first step's
+    cut-off (q / (m c(m)), q / m), which every p-value exceeds. NaN without a test. `entered` as `control` makes it."""
+    p = np.asarray(entered, dtype=float)
+    tested = p[~np.isnan(p)]
+    m = tested.size
+    if m == 0:
+        return math.nan
+    declared = int(np.sum(np.asarray(adjust(tested.tolist(), method)) <= rate))
+    if method == "holm":
+        return rate / (m - declared + 1) if declared else rate / m
+    return max(declared, 1) * rate / (m * float(np.sum(1.0 / np.arange(1, m + 1))))
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,11 @@ class Part:
     p_value: float = math.nan
     decided_by_interval: bool = False
 
+    @property
+    def held_back(self) -> bool:
+        """Its own interval decided it, the family's control did not."""
+        return self.decided_by_interval and self.outcome == "inconclusive"
+
 
 def num(value: float) -> str:
     """Whole numbers with thousands separators (2,009,108), others to 3 significant digits: for people."""

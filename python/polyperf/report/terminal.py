@@ -28,6 +28,8 @@ def _line(row: VerdictRow) -> str:
     measured = f"{row.measured} [{row.interval}]" if row.interval else row.measured
     text = f"  {_SHORT.get(row.verdict, row.verdict):<14} {row.id}: {row.verdict_text or row.verdict}"
     detail = f"  {'':<14} measured {measured}, n = {row.n}" if row.measured not in ("", "–") else ""
+    if detail and row.family_interval:  # the interval the decision after the family's control agrees with
+        detail += f"; {row.family_interval}"
     return "\n".join(part for part in (text, detail) if part)
 
 

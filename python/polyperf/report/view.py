@@ -55,6 +55,8 @@ class VerdictRow:
     size: str = ""  # as published / larger / smaller / inconclusive; empty without a published figure
     size_ratio: str = ""  # "3.7× (2.1 – 5.2×) of published"
     verdict_text: str = ""  # the headline: "reproduced, 3.7x larger than published (42.8x vs 11.43x)"
+    # where the family's control held a part back: the interval at the family's level, which touches the bound
+    family_interval: str = ""
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,12 @@ def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
         interval = claim_interval(m.low, m.high, m.n, c.unit) if m is not None and m.has_interval else ""
         if m is not None and m.method == EXACT:
             interval = interval or "exact count"
+        wide, held_back = v.family_interval, any(p.held_back for p in v.parts.values())
+        family_interval = ""
+        if wide is not None and held_back:
+            bounded = wide.has_interval
+            family_interval = claim_interval(wide.low, wide.high, wide.n, c.unit) if bounded else "no bounded interval"
+            family_interval += f" at the family's {v.family_level:.2%}"
         rows.append(
             VerdictRow(
                 id=c.id,
@@ -183,6 +191,7 @@ def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
                 direction=v.direction or "",
                 size=v.size or "",
                 size_ratio=_size_ratio(v),
+                family_interval=family_interval,
                 verdict_text=v.headline or v.verdict,
             )
         )
