@@ -132,7 +132,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="print a JSON list, one object per entry: claim, suite, kind, verdict, headline, direction, size, "
         "size_ratio, size_ci_low, size_ci_high, reason, measured, ci_low, ci_high (null without an interval), n, "
         "noise_floor, method, published, rule, p_values, p_adjusted, family (tests, declarable, method, error, "
-        "rate), ...",
+        "rate), family_level, family_ci_low, family_ci_high (the interval at the level the family decides at: it "
+        "clears a bound exactly where the family declares), ...",
     )
     p.add_argument(
         "--family",
