@@ -158,6 +158,15 @@ def test_a_short_replay_of_the_committed_bank():
         assert same["caught"] == same["alarms"] <= 15 and same["minutes_median"] * 60 <= rule.budget_s + 60
 
 
+@pytest.mark.skipif(not BANK.exists(), reason="no committed bank")
+def test_the_bank_holds_2000_real_pairs_per_family_and_each_recording_replays_alone():
+    banks = load_bank(BANK)
+    assert all(bank.repeats * len(bank.series) >= 2000 for bank in banks.values())
+    one = sorted(BANK.glob("servers*.csv.gz"))[0]
+    alone = load_bank(one)
+    assert set(alone) == {"servers"} and alone["servers"].repeats < banks["servers"].repeats
+
+
 @pytest.mark.parametrize(
     "args",
     [["--sessions", "0"], ["--block", "0"], ["--curve-sessions", "-1"]],
