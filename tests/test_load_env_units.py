@@ -5,6 +5,7 @@ its calibration are checked to the value."""
 from __future__ import annotations
 
 import os
+import tempfile
 from types import SimpleNamespace
 
 import pytest
@@ -103,7 +104,12 @@ def lab(monkeypatch, tmp_path):
 
 def _env(fleet, writer=None, seed=7, suite="s"):
     return LoadEnv(
-        fleet, Recorder(writer or ListWriter(), suite), client_cpus=[1], log_dir="logs", params={"x": 1}, seed=seed
+        fleet,
+        Recorder(writer or ListWriter(), suite),
+        client_cpus=[1],
+        log_dir=tempfile.mkdtemp(prefix="polyperf-test-logs-"),  # never the checkout's logs/
+        params={"x": 1},
+        seed=seed,
     )
 
 
