@@ -179,3 +179,18 @@ def test_the_decision_threshold_declares_exactly_what_the_family_declares(method
         p = np.where(rng.random(m) < 0.5, rng.random(m) * 0.01, rng.random(m))
         t = decision_threshold(p.tolist(), method)
         assert ((np.asarray(adjust(p.tolist(), method)) <= 0.05) == (p <= t)).all()
+
+
+def test_a_skewed_interval_clear_of_the_bound_decides_it():
+    """The noise floor toward a bound is the interval's half-width on the side that faces it: 12 pairs whose 95%
+    interval is 1.2-2.8 (median 1.33) lie above 1. Measured with the wider side as the floor (±111%), the estimate
+    read as "within this run's noise of 1" although the interval it printed cleared 1 by 20%."""
+    ratios = (1.15, 1.18, 1.2, 1.22, 1.25, 1.3, 1.35, 1.5, 2.0, 2.8, 3.0, 3.2)
+    rows = _frame({"parse": (1.0, (1.0,) * 12)})
+    rows.loc[rows["variant"] == "slow", "value"] = list(ratios)
+    [v] = evaluate(rows, [_claim(min_effect=0.01)])
+    assert (v.measured.low, v.measured.high) == (1.2, 2.8)
+    assert v.verdict == "reproduced" and "lies above 1" in v.reason
+    # and a bound the near side reaches stays inconclusive, whatever the far side
+    [near] = evaluate(rows, [_claim(min_effect=0.01, rule={"kind": "greater_than", "threshold": 1.21})])
+    assert near.verdict == "inconclusive" and "within this run's noise (±10.4%) of 1.21" in near.reason

@@ -11,7 +11,8 @@ How a verdict is reached, so that a careful reader can redo it:
    repeat is judged, on any n.
 4. The noise floor is the smallest relative difference this run could resolve: the interval's half-width, and
    never less than the entry's `min_effect` (criterion's noise threshold is 1%). An estimate within the floor of
-   a boundary of the rule is "inconclusive (within this run's noise)", never decided.
+   a boundary of the rule (the half-width on the side facing it) is "inconclusive (within this run's noise)",
+   never decided.
 5. Two parts (`analyse.judge`): the direction the entry claims (reproduced / opposite / inconclusive), and, where
    the article published a figure, the size: measured ÷ published, "as published" inside the entry's equivalence
    margin, "larger" / "smaller" wholly outside it, else inconclusive. An entry that claims a value, not a direction

@@ -9,7 +9,8 @@ published figure. Pure: a `Summary` and the entry's rule in, the parts (each wit
   "inconclusive".
 - Band (rule within_factor / within_abs): "inside" / "above" / "below" the rule's band; the verdict of an entry that
   claims a value rather than a direction (a syscall count, generators that agree).
-An estimate within the noise floor (the interval's half-width, at least `min_effect`) of a boundary is never decided.
+An estimate within the noise floor (the interval's half-width on the side facing the boundary, at least
+`min_effect`) of a boundary is never decided: the interval, widened by `min_effect`, reaches it.
 Each decided outcome carries the two-sided p-value of its test, the one whose inversion is the interval, so that the
 run's outcomes can be controlled together (`analyse.family`); exact counts are judged on every repeat, not tested.
 """
@@ -85,10 +86,19 @@ def size_band(
     return None
 
 
-def _near(m: Summary, boundary: float, floor: float) -> bool:
+def _reach(m: Summary, boundary: float, min_effect: float) -> float:
+    """The noise floor toward `boundary`: the interval's half-width on the side that faces it (an interval of
+    skewed data is wider on one side, and only the side facing a bound can reach it), at least `min_effect`."""
+    if m.has_interval and m.low > 0 and m.median > 0:
+        side = m.median / m.low - 1 if boundary < m.median else m.high / m.median - 1
+        return max(side, min_effect)
+    return max(m.spread, min_effect) if not math.isnan(m.spread) else min_effect
+
+
+def _near(m: Summary, boundary: float, reach: float) -> bool:
     if not (math.isfinite(boundary) and boundary > 0 and m.median > 0):
         return False
-    return abs(math.log(m.median / boundary)) <= math.log1p(floor)
+    return abs(math.log(m.median / boundary)) <= math.log1p(reach)
 
 
 def _past(m: Summary, threshold: float, side: str) -> tuple[bool, float]:
@@ -114,7 +124,7 @@ def _where(m: Summary) -> str:
     return f"{LEVEL:.0%} interval {_interval_text(m)} (n = {m.n}, {m.method})"
 
 
-def _direction(m: Summary, threshold: float, side: str, floor: float) -> Part:
+def _direction(m: Summary, threshold: float, side: str, min_effect: float) -> Part:
     if m.method == METHOD_EXACT:
         where = f"every repeat (n = {m.n}) counted {_interval_text(m)}, judged exactly"
         if (m.low > threshold) if side == "above" else (m.high < threshold):
@@ -124,7 +134,7 @@ def _direction(m: Summary, threshold: float, side: str, floor: float) -> Part:
         return Part("inconclusive", f"repeats disagree or equal the threshold: {where}")
     flip = "below" if side == "above" else "above"
     (claimed, p_claimed), (other, p_other) = _past(m, threshold, side), _past(m, threshold, flip)
-    if _near(m, threshold, floor):
+    if _near(m, threshold, floor := _reach(m, threshold, min_effect)):
         reason = f"within this run's noise (±{floor:.1%}) of {num(threshold)}"
         return Part("inconclusive", reason, _least(p_claimed, p_other))
     if claimed:
@@ -134,7 +144,7 @@ def _direction(m: Summary, threshold: float, side: str, floor: float) -> Part:
     return Part("inconclusive", f"{_where(m)} straddles {num(threshold)}", _least(p_claimed, p_other))
 
 
-def _band(m: Summary, lo: float, hi: float, floor: float, what: str) -> Part:
+def _band(m: Summary, lo: float, hi: float, min_effect: float, what: str) -> Part:
     """inside / above / below the band [lo, hi]; `what` names the band in the reason."""
     if m.method == METHOD_EXACT:
         where = f"every repeat (n = {m.n}) counted {_interval_text(m)}, judged exactly"
@@ -147,7 +157,7 @@ def _band(m: Summary, lo: float, hi: float, floor: float, what: str) -> Part:
     (over_lo, p_lo), (under_hi, p_hi) = _past(m, lo, "above"), _past(m, hi, "below")
     inside, p_inside = over_lo and under_hi, max(p_lo, p_hi)
     for boundary in (lo, hi):
-        if _near(m, boundary, floor):
+        if _near(m, boundary, floor := _reach(m, boundary, min_effect)):
             reason = f"within this run's noise (±{floor:.1%}) of {num(boundary)}"
             return Part("inconclusive", reason, _least(p_above, p_below, p_inside))
     span = f"{what} {num(lo)}–{num(hi)}"
@@ -184,11 +194,11 @@ def judge_parts(
         return parts, None
     floor = 0.0 if m.method == METHOD_EXACT else max(m.spread, min_effect) if not math.isnan(m.spread) else min_effect
     if direction is not None:
-        parts["direction"] = _direction(m, *direction, floor)
+        parts["direction"] = _direction(m, *direction, min_effect)
     elif band is not None:
-        parts["band"] = _band(m, *band, floor, "the band")
+        parts["band"] = _band(m, *band, min_effect, "the band")
     if size is not None:
-        judged = _band(m, *size, floor, "the published figure's margin")
+        judged = _band(m, *size, min_effect, "the published figure's margin")
         reason = judged.reason.replace(f"{_where(m)} ", "", 1) if m.method != METHOD_EXACT else judged.reason
         parts["size"] = replace(judged, outcome=SIZE_WORDS[judged.outcome], reason=reason)
     return parts, floor

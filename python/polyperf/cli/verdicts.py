@@ -16,7 +16,8 @@ carries a distribution-free 95% interval: order statistics for a median (n >= 6)
 per-repeat ratios with the sign-test interval (n >= 6 pairs); for an unpaired ratio the ratio of medians, each
 side's interval at 97.5% (7 + 7 repeats). Below that n there is no interval and the verdict is "inconclusive: too
 few samples". Exact counts (unit count, whole numbers) are judged on every repeat, at any n. An estimate within the
-noise floor (the interval's half-width, at least the entry's min_effect) of a bound is never decided.
+noise floor (the interval's half-width on the side facing the bound, at least the entry's min_effect) of a bound
+is never decided.
 
 A verdict has two parts. Direction (rule less_than / greater_than): reproduced / opposite / inconclusive. Size
 (an entry with a published figure): measured / published with its interval, "as published" inside the entry's
