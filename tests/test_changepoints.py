@@ -144,3 +144,45 @@ def test_one_step_is_no_creep_but_a_staircase_is() -> None:
     creep = find_creep(stairs, steps=[(10, 0.04), (20, 0.04)])
     assert creep is not None and creep.drift > 0.05 and creep.slope_low > 0
     assert find_creep(stairs, steps=[(10, 0.04), (20, -0.04)]) is None  # steps both ways: no single drift
+
+
+def _levels(rng: np.random.Generator, *runs: tuple[float, int], noise: float = 0.01) -> np.ndarray:
+    """Runs of (level, points) one after another, with lognormal noise."""
+    values = np.concatenate([np.full(points, level) for level, points in runs])
+    return values * rng.lognormal(0.0, noise, values.size)
+
+
+def _confirmed(values: np.ndarray) -> list[int]:
+    return [c.index for c in find_changes(values) if c.state == "confirmed"]
+
+
+def test_a_short_excursion_that_comes_back_is_no_change() -> None:
+    rng = np.random.default_rng(1)
+    # six points 30% up, then back: Perfherder's sheriffs call this noise (the rank test alone passes it)
+    for points in (3, 6, 11):
+        assert _confirmed(_levels(rng, (100, 100), (130, points), (100, 100))) == []
+    # held for twelve points it is a change out and a change back
+    assert len(_confirmed(_levels(rng, (100, 100), (130, 12), (100, 100)))) == 2
+
+
+def test_two_steps_the_same_way_in_quick_succession_are_both_kept() -> None:
+    rng = np.random.default_rng(2)
+    found = _confirmed(_levels(rng, (100, 80), (115, 8), (135, 80)))
+    assert len(found) == 2 and abs(found[0] - 80) <= 1 and abs(found[1] - 88) <= 1
+
+
+def test_a_series_switching_between_two_levels_gives_no_change_but_a_regression_and_its_fix_do() -> None:
+    rng = np.random.default_rng(3)
+    flip_flop = _levels(rng, *[(100 if k % 2 == 0 else 112, 30) for k in range(8)])
+    assert _confirmed(flip_flop) == []
+    backout = _confirmed(_levels(rng, (100, 80), (115, 60), (100, 80)))
+    assert len(backout) == 2 and abs(backout[0] - 80) <= 1 and abs(backout[1] - 140) <= 1
+    # up, down, up again by twice as much: a regression that came back larger is not a switch between two levels
+    assert len(_confirmed(_levels(rng, (100, 60), (110, 60), (100, 60), (125, 60)))) == 3
+
+
+def test_a_change_under_2_percent_is_not_reported_however_quiet_the_series() -> None:
+    rng = np.random.default_rng(4)
+    assert _confirmed(_levels(rng, (100, 80), (101.5, 80), noise=0.001)) == []
+    found = _confirmed(_levels(rng, (100, 80), (103, 80), noise=0.001))
+    assert len(found) == 1 and abs(found[0] - 80) <= 1

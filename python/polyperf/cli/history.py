@@ -171,6 +171,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         frame = frame.groupby("series", sort=False).head(args.first)
     result = evaluate_annotated(frame, args.k)
     s = result.detector
+    alerted = result.alerted if result.alerted is not None else s
     if args.json:
         figures = {"precision": s.precision, "recall": s.recall, "f1": s.f1}
         print(
@@ -189,6 +190,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     "series_without_alerts": result.series_without_alerts,
                     "untriaged_alerts": result.untriaged_alerts,
                     "detections_left_out": result.detections_left_out,
+                    "pending_not_scored": result.pending,
+                    "alerted_series": alerted.series,
+                    "alerted_detections": alerted.detections,
+                    "alerted_matched": alerted.hits,
+                    "alerted_precision": None if math.isnan(alerted.precision) else alerted.precision,
                 },
                 indent=1,
             )
@@ -203,6 +209,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         f"polyperf: {_count(s.detections, 'change')} found, {s.hits} within {s.k} points of a valid one: "
         f"precision {s.precision:.2f}, recall {s.recall:.2f}, F1 {s.f1:.2f}"
     )
+    if alerted.series < s.series:
+        print(
+            f"  on the {alerted.series} series whose alerts were raised, not all recorded by hand: precision "
+            f"{alerted.precision:.2f} ({alerted.hits} of {alerted.detections}); on the other "
+            f"{s.series - alerted.series} the alerts raised nothing, so their silence judged nothing"
+        )
+    if result.pending:
+        print(
+            f"  {_count(result.pending, 'change')} still pending at the end of a series: not yet an answer, not scored"
+        )
     print(
         f"the annotated alerts: {result.valid_alerts} of {_count(alerts, 'alert')} valid "
         f"(their precision {result.alerts_valid_share:.2f})"

@@ -10,7 +10,14 @@ REALISE-Performance dataset lays them out (one CSV per series, rows in commit or
 one of the alerts whose valid share is printed beside), and an alert whose summary was still under investigation (SP)
 `untriaged`: no truth either way, so a detection within k points of one only is left out of the score rather than
 counted true or false. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
-`polyperf history` calls it, counting what the page shows (confirmed and pending changes).
+`polyperf history` calls it. Confirmed changes are scored; a change still pending at the end of a series is not yet
+an answer (no gate acts on it), so it is counted apart.
+
+Precision is printed twice. Over every series, a detection near no annotated change is false. And over the series
+whose alerts the alerting system raised itself: where its only annotations are changes people recorded by hand
+(FN: the alerts raised nothing there, as on a series whose alerting is switched off), its silence elsewhere in the
+series judged nothing, so those series' detections are left out of that second figure (their changes still count
+for recall).
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ class Evaluation:
     series_without_alerts: int
     untriaged_alerts: int = 0
     detections_left_out: int = 0  # within k of an untriaged alert only: neither true nor false
+    pending: int = 0  # changes still pending at the end of a series: not scored
+    alerted: Score | None = None  # the detections on series whose alerts were not all recorded by hand
 
     @property
     def alerts_valid_share(self) -> float:
@@ -122,15 +131,21 @@ def _checked(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
-    pairs = []
-    with_invalid = without = left_out = 0
+    pairs, alerted_pairs = [], []
+    with_invalid = without = left_out = pending = 0
     for _, rows in frame.groupby("series", sort=False):
         alerts = rows["alert"].to_numpy()
-        detected = [c.index for c in find_changes(rows["value"].to_numpy(dtype=float))]
+        changes = find_changes(rows["value"].to_numpy(dtype=float))
+        pending += sum(c.state == "pending" for c in changes)
+        detected = [c.index for c in changes if c.state == "confirmed"]
         truths = np.flatnonzero((alerts == "valid") | (alerts == "missed"))
         open_ = np.flatnonzero(alerts == "untriaged")
         unscored = [d for d in detected if _near(d, open_, k) and not _near(d, truths, k)]
-        pairs.append(([d for d in detected if d not in unscored], list(truths)))
+        scored = ([d for d in detected if d not in unscored], list(truths))
+        pairs.append(scored)
+        by_hand_only = bool((alerts == "missed").any()) and not np.isin(alerts, ("valid", "invalid", "untriaged")).any()
+        if not by_hand_only:
+            alerted_pairs.append(scored)
         left_out += len(unscored)
         with_invalid += bool((alerts == "invalid").any())
         without += not np.isin(alerts, ("valid", "invalid")).any()
@@ -142,6 +157,8 @@ def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
         without,
         int((frame["alert"] == "untriaged").sum()),
         left_out,
+        pending,
+        score(alerted_pairs, k),
     )
 
 
