@@ -47,6 +47,24 @@ def series(rng: np.random.Generator, name: str, role: str) -> pd.DataFrame:
         width = int(rng.integers(2, 4))
         values[i : i + width] *= float(rng.uniform(1.15, 1.4))
         alert[i] = "invalid"
+    if role == "switching":
+        # two levels taken in turn for 15-40 points each (seen on beta and on some autoland series); an alert now
+        # and then, still under investigation, and no confirmed change
+        gap = float(rng.uniform(6, 15)) * sd
+        at, high = 0, False
+        while at < POINTS:
+            length = int(rng.integers(15, 41))
+            if high:
+                values[at : at + length] *= np.exp(gap)
+            if at and rng.random() < 0.3:
+                alert[at] = "untriaged"
+            at, high = at + length, not high
+    if role == "by_hand":
+        # alerting off for the series: two steps, and only one of them recorded by a person
+        first, second = sorted(rng.choice(np.arange(40, POINTS - 40, 40), size=2, replace=False))
+        for i in (first, second):
+            values[i:] *= np.exp(float(rng.uniform(5, 10)) * sd * rng.choice([-1, 1]))
+        alert[first] = "missed"
     if kind == "integer":
         values = np.round(values)
     return pd.DataFrame({"series": name, "value": np.round(values, 4), "alert": alert})
@@ -54,7 +72,7 @@ def series(rng: np.random.Generator, name: str, role: str) -> pd.DataFrame:
 
 def main(out: Path = OUT) -> None:
     rng = np.random.default_rng(20240501)
-    roles = ["valid"] * 36 + ["both"] * 6 + ["invalid"] * 8 + ["none"] * 10
+    roles = ["valid"] * 36 + ["both"] * 6 + ["invalid"] * 8 + ["none"] * 10 + ["switching"] * 6 + ["by_hand"] * 4
     frames = [series(rng, f"s{n:02d}-{role}", role) for n, role in enumerate(roles)]
     out.parent.mkdir(parents=True, exist_ok=True)
     pd.concat(frames).to_csv(out, index=False)

@@ -38,6 +38,8 @@ def test_on_the_sample_precision_beats_the_alerts_and_recall_is_at_least_08(caps
     assert figures["series"] >= 50 and figures["k"] == 5
     assert figures["series_with_invalid_alerts"] > 0 and figures["series_without_alerts"] > 0
     assert figures["precision"] >= figures["alerts_valid_share"] and figures["recall"] >= 0.8
+    # the series whose alerting is off hold a step nobody recorded: only the strict figure counts it false
+    assert figures["alerted_series"] < figures["series"] and figures["alerted_precision"] >= figures["precision"]
 
 
 def test_the_text_names_both_precisions(capsys) -> None:
@@ -128,3 +130,21 @@ def test_first_scores_the_first_points_of_each_series_only(tmp_path: Path, capsy
     assert (figures["detections"], figures["annotated_changes"]) == (0, 0)
     assert main(["history", "evaluate", str(tmp_path), "--first", "1"]) == 2
     assert capsys.readouterr().err == "polyperf: --first must be 2 points or more (got 1)\n"
+
+
+def test_a_pending_change_is_not_scored_and_hand_recorded_series_are_apart(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(10)
+    late = np.r_[np.full(197, 100.0), np.full(3, 130.0)] * np.exp(rng.normal(0, 0.01, 200))
+    two_steps = np.r_[np.full(70, 100.0), np.full(70, 120.0), np.full(60, 100.0)] * np.exp(rng.normal(0, 0.01, 200))
+    (tmp_path / "1_timeseries_data.csv").write_text(_perfherder_csv(list(late), {}))
+    # alerting off: a sheriff recorded the first step by hand, nobody the second
+    (tmp_path / "2_timeseries_data.csv").write_text(_perfherder_csv(list(two_steps), {70: "FN"}))
+    assert main(["history", "evaluate", str(tmp_path), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["pending_not_scored"] == 1
+    assert (figures["detections"], figures["matched"], figures["annotated_changes"]) == (2, 1, 1)
+    assert figures["precision"] == 0.5 and figures["recall"] == 1.0
+    assert (figures["alerted_series"], figures["alerted_detections"], figures["alerted_precision"]) == (1, 0, None)
+    assert main(["history", "evaluate", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "on the other 1 the alerts raised nothing" in out and "1 change still pending" in out

@@ -18,7 +18,7 @@ Pure: a table of points (one value per run and series, in commit order) in, a ta
   means) within 5 points of Otava's, between the neighbouring changes.
   3. shapes a performance sheriff dismisses as noise, which made most of the false detections on Mozilla's Perfherder
      series (the README's figures): a level left again within 12 points back the way it came (an excursion: both of
-     its changes go), and a run of 3 or more changes that swing back and forth between two levels, each about as
+     its changes go), and a run of 4 or more changes that swing back and forth between two levels, each about as
      large as the one before (a series with two modes).
      A regression and its fix (two changes) stay; so do two steps the same way.
 - Pending: a candidate with fewer than `CONFIRM_POINTS` points after it cannot be judged yet (the rank test needs
@@ -68,7 +68,7 @@ MIN_NOISE_MULTIPLE = 2.0  # and its Hodges-Lehmann shift must exceed this many p
 MIN_CHANGE = 0.02  # and 2% of the value: Perfherder's default alert threshold
 CONFIRM_POINTS = 5  # fewer points after a candidate: pending (with 25 before, 5 after can reach p = 1.4e-5)
 EXCURSION_POINTS = 12  # a level left again within this many points, back towards where it came from: an excursion
-FLIP_FLOP = 3  # this many changes in a row back and forth between two levels: a series with two modes, not changes
+FLIP_FLOP = 4  # this many changes in a row back and forth between two levels: a series with two modes, not changes
 SIDE = 25  # points on either side that size and confirm a change
 
 
