@@ -1,6 +1,8 @@
 """`polyperf history evaluate`: detections matched one to one within k points, and the detector scored on the
-synthetic annotated sample in tests/data/annotated_history (made once by tests/make_annotated_history.py; the
-detector's parameters were set on the noise simulations of test_change_rates.py, not on this sample)."""
+synthetic annotated sample in tests/data/annotated_history (made by tests/make_annotated_history.py). The detector's
+thresholds were set on the noise simulations of test_change_rates.py and its shape rules (excursions, two levels in
+turn) on real Perfherder series. The sample's two newest traits model what those series showed, so on them the sample
+checks the rules rather than measures them: the real figures are the README's."""
 
 from __future__ import annotations
 
