@@ -171,7 +171,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         frame = frame.groupby("series", sort=False).head(args.first)
     result = evaluate_annotated(frame, args.k)
     s = result.detector
-    alerted = result.alerted if result.alerted is not None else s
+    by_push = result.by_push if result.by_push is not None else s
     if args.json:
         figures = {"precision": s.precision, "recall": s.recall, "f1": s.f1}
         print(
@@ -191,10 +191,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     "untriaged_alerts": result.untriaged_alerts,
                     "detections_left_out": result.detections_left_out,
                     "pending_not_scored": result.pending,
-                    "alerted_series": alerted.series,
-                    "alerted_detections": alerted.detections,
-                    "alerted_matched": alerted.hits,
-                    "alerted_precision": None if math.isnan(alerted.precision) else alerted.precision,
+                    "by_push_series": by_push.series,
+                    "by_push_detections": by_push.detections,
+                    "by_push_matched": by_push.hits,
+                    "by_push_precision": None if math.isnan(by_push.precision) else by_push.precision,
                 },
                 indent=1,
             )
@@ -209,12 +209,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         f"polyperf: {_count(s.detections, 'change')} found, {s.hits} within {s.k} points of a valid one: "
         f"precision {s.precision:.2f}, recall {s.recall:.2f}, F1 {s.f1:.2f}"
     )
-    if alerted.series < s.series:
-        print(
-            f"  on the {alerted.series} series whose alerts were raised, not all recorded by hand: precision "
-            f"{alerted.precision:.2f} ({alerted.hits} of {alerted.detections}); on the other "
-            f"{s.series - alerted.series} the alerts raised nothing, so their silence judged nothing"
-        )
+    by_hand = s.series - by_push.series
+    print(
+        f"  judged as the alerts are, by push (a push people confirmed on any series counts for all)"
+        + (f", leaving out {by_hand} series whose alerts were all recorded by hand" if by_hand else "")
+        + f": precision {by_push.precision:.2f} ({by_push.hits} of {_count(by_push.detections, 'change')})"
+    )
     if result.pending:
         print(
             f"  {_count(result.pending, 'change')} still pending at the end of a series: not yet an answer, not scored"

@@ -13,11 +13,12 @@ counted true or false. Scoring is `analyse.change_scores`; detection is `analyse
 `polyperf history` calls it. Confirmed changes are scored; a change still pending at the end of a series is not yet
 an answer (no gate acts on it), so it is counted apart.
 
-Precision is printed twice. Over every series, a detection near no annotated change is false. And over the series
-whose alerts the alerting system raised itself: where its only annotations are changes people recorded by hand
-(FN: the alerts raised nothing there, as on a series whose alerting is switched off), its silence elsewhere in the
-series judged nothing, so those series' detections are left out of that second figure (their changes still count
-for recall).
+Precision is printed twice. Strictly, series by series: a detection near no annotated change of its own series is
+false. And as Perfherder's own alerts are judged, by alert summary: sheriffs triage a push (one summary holds its
+alerts on many series), so where the table has revisions a detection within k points of a push they confirmed on any
+series counts true, and one near only a push still under investigation is left out; a series whose only annotations
+are changes people recorded by hand (FN: the alerts raised nothing there, as on a series whose alerting is switched
+off) judged nothing else, so its detections are left out of this figure (its changes still count for recall).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Evaluation:
     untriaged_alerts: int = 0
     detections_left_out: int = 0  # within k of an untriaged alert only: neither true nor false
     pending: int = 0  # changes still pending at the end of a series: not scored
-    alerted: Score | None = None  # the detections on series whose alerts were not all recorded by hand
+    by_push: Score | None = None  # judged as alert summaries are: by push, on series whose alerts were not all by hand
 
     @property
     def alerts_valid_share(self) -> float:
@@ -93,8 +94,9 @@ def _is_perfherder(path: Path) -> bool:
 
 def _read_perfherder(path: Path, name: str) -> pd.DataFrame:
     column = _outcome_column(path)
+    wanted = ["value", column, *(["revision"] if "revision" in _header(path) else [])]
     try:
-        raw = pd.read_csv(path, usecols=["value", column], dtype=str, keep_default_na=False)
+        raw = pd.read_csv(path, usecols=wanted, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: not a Perfherder series CSV ({str(exc).splitlines()[0]})") from None
     outcomes = raw[column].str.strip()
@@ -102,12 +104,14 @@ def _read_perfherder(path: Path, name: str) -> pd.DataFrame:
     if unknown:
         raise ValueError(f"{path}: triage outcome {unknown[0]!r} is not one of: {', '.join(PERFHERDER_OUTCOMES)}")
     table = pd.DataFrame({"series": name, "value": raw["value"], "alert": outcomes.map(PERFHERDER_OUTCOMES)})
+    if "revision" in raw:
+        table["revision"] = raw["revision"].str.strip()
     return _checked(table, path)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
     try:
-        frame = pd.read_csv(path, dtype={"series": str, "alert": str}, keep_default_na=False)
+        frame = pd.read_csv(path, dtype={"series": str, "alert": str, "revision": str}, keep_default_na=False)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -131,8 +135,14 @@ def _checked(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 
 def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
-    pairs, alerted_pairs = [], []
+    frame = frame.reset_index(drop=True)
+    pairs, push_pairs = [], []
     with_invalid = without = left_out = pending = 0
+    # a push's outcome holds for every series that has the push (Perfherder's triage is of alert summaries: one
+    # push, its alerts on many series); without revisions each series stands alone
+    pushes = frame["revision"] if "revision" in frame else pd.Series("", index=frame.index)
+    confirmed = set(pushes[frame["alert"].isin(("valid", "missed"))]) - {""}
+    open_pushes = set(pushes[frame["alert"] == "untriaged"]) - {""}
     for _, rows in frame.groupby("series", sort=False):
         alerts = rows["alert"].to_numpy()
         changes = find_changes(rows["value"].to_numpy(dtype=float))
@@ -141,11 +151,16 @@ def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
         truths = np.flatnonzero((alerts == "valid") | (alerts == "missed"))
         open_ = np.flatnonzero(alerts == "untriaged")
         unscored = [d for d in detected if _near(d, open_, k) and not _near(d, truths, k)]
-        scored = ([d for d in detected if d not in unscored], list(truths))
-        pairs.append(scored)
+        pairs.append(([d for d in detected if d not in unscored], list(truths)))
         by_hand_only = bool((alerts == "missed").any()) and not np.isin(alerts, ("valid", "invalid", "untriaged")).any()
         if not by_hand_only:
-            alerted_pairs.append(scored)
+            series_pushes = pushes.loc[rows.index].to_numpy()
+            push_truths = np.flatnonzero(
+                np.isin(series_pushes, list(confirmed)) | (alerts == "valid") | (alerts == "missed")
+            )
+            push_open = np.flatnonzero(np.isin(series_pushes, list(open_pushes)) | (alerts == "untriaged"))
+            kept = [d for d in detected if _near(d, push_truths, k) or not _near(d, push_open, k)]
+            push_pairs.append((kept, list(push_truths)))
         left_out += len(unscored)
         with_invalid += bool((alerts == "invalid").any())
         without += not np.isin(alerts, ("valid", "invalid")).any()
@@ -158,7 +173,7 @@ def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
         int((frame["alert"] == "untriaged").sum()),
         left_out,
         pending,
-        score(alerted_pairs, k),
+        score(push_pairs, k),
     )
 
 
