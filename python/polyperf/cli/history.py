@@ -211,7 +211,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     by_hand = s.series - by_push.series
     print(
-        f"  judged as the alerts are, by push (a push people confirmed on any series counts for all)"
+        "  judged as the alerts are, by push (a push people confirmed on any series counts for all)"
         + (f", leaving out {by_hand} series whose alerts were all recorded by hand" if by_hand else "")
         + f": precision {by_push.precision:.2f} ({by_push.hits} of {_count(by_push.detections, 'change')})"
     )
