@@ -74,12 +74,13 @@ def test_a_negative_tolerance_is_refused(capsys) -> None:
     assert capsys.readouterr().err == "polyperf: --k must be 0 or more points (got -1)\n"
 
 
-def _perfherder_csv(values: list[float], outcomes: dict[int, str]) -> str:
-    """A series as REALISE-Performance lays it out: many columns, `value` second, the triage outcome last."""
+def _perfherder_csv(values: list[float], outcomes: dict[int, str], dismissed: tuple[int, ...] = ()) -> str:
+    """A series as REALISE-Performance lays it out: many columns, `value` second, the triage outcome last; the
+    alerts at `dismissed` carry their own status 3.0 (invalid)."""
     lines = ["revision,value,push_timestamp,single_alert_status,alert_summary_status_general"]
     for i, v in enumerate(values):
         outcome = outcomes.get(i, "TN")
-        alert_status = "" if outcome == "TN" else "2"
+        alert_status = "" if outcome == "TN" else "3.0" if i in dismissed else "2"
         lines.append(f"{i:040x},{float(v)!r},2023-05-{1 + i // 40:02d} 10:00:00,{alert_status},{outcome}")
     return "\n".join(lines) + "\n"
 
@@ -168,3 +169,16 @@ def test_a_push_people_confirmed_on_one_series_confirms_it_on_all(tmp_path: Path
     assert (figures["detections"], figures["matched"], figures["precision"]) == (3, 1, 1 / 3)
     # by push: push 100 was confirmed, so every step at it is true; push 150 is open on every series
     assert (figures["by_push_detections"], figures["by_push_matched"], figures["by_push_precision"]) == (3, 3, 1.0)
+
+
+def test_an_alert_dismissed_inside_a_summary_people_kept_is_invalid_for_its_series(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(12)
+    step = np.r_[np.full(100, 100.0), np.full(100, 125.0)] * np.exp(rng.normal(0, 0.01, 200))
+    flat = 50.0 * np.exp(rng.normal(0, 0.01, 200))
+    (tmp_path / "1_timeseries_data.csv").write_text(_perfherder_csv(list(step), {100: "TP"}))
+    # the summary at push 100 was kept, but this series' own alert there was marked invalid
+    (tmp_path / "2_timeseries_data.csv").write_text(_perfherder_csv(list(flat), {100: "TP"}, dismissed=(100,)))
+    assert main(["history", "evaluate", str(tmp_path), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert (figures["alerts_valid"], figures["alerts_invalid"], figures["series_with_invalid_alerts"]) == (1, 1, 1)
+    assert (figures["annotated_changes"], figures["detections"], figures["matched"]) == (1, 1, 1)

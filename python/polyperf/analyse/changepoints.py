@@ -17,10 +17,10 @@ Pure: a table of points (one value per run and series, in commit order) in, a ta
   The location is then refined to the single-step maximum-likelihood split (the largest standardised difference of
   means) within 5 points of Otava's, between the neighbouring changes.
   3. shapes a performance sheriff dismisses as noise, which made most of the false detections on Mozilla's Perfherder
-     series (the README's figures): a level left again within 12 points back the way it came (an excursion: both of
-     its changes go), and a run of 4 or more changes that swing back and forth between two levels, each about as
-     large as the one before (a series with two modes).
-     A regression and its fix (two changes) stay; so do two steps the same way.
+     series (the README's figures): a level left again back the way it came within 5 points, fewer than a change needs
+     after it to be confirmed (an excursion: both of its changes go), and a run of 4 or more changes that swing back
+     and forth between two levels, each about as large as the one before (a series with two modes). A regression and
+     its fix (two changes) stay; so do two steps the same way.
 - Pending: a candidate with fewer than `CONFIRM_POINTS` points after it cannot be judged yet (the rank test needs
   them); it is reported as pending, never gated by default.
 - Exact counts (the catalogue's exact metrics: syscalls, allocations, rows): every difference from one point to the
@@ -67,7 +67,9 @@ CONFIRM_PVALUE = 1e-4  # the rank test a candidate must pass
 MIN_NOISE_MULTIPLE = 2.0  # and its Hodges-Lehmann shift must exceed this many point-to-point noise sds
 MIN_CHANGE = 0.02  # and 2% of the value: Perfherder's default alert threshold
 CONFIRM_POINTS = 5  # fewer points after a candidate: pending (with 25 before, 5 after can reach p = 1.4e-5)
-EXCURSION_POINTS = 12  # a level left again within this many points, back towards where it came from: an excursion
+# a level left again, back towards where it came from, before it held as many points as a change needs after it to
+# be confirmed: an excursion (a six-point regression and its fix, which sheriffs confirmed, stays two changes)
+EXCURSION_POINTS = CONFIRM_POINTS
 FLIP_FLOP = 4  # this many changes in a row back and forth between two levels: a series with two modes, not changes
 SIDE = 25  # points on either side that size and confirm a change
 
@@ -128,7 +130,11 @@ def _judge(logs: np.ndarray, points: list[int], min_shift: float) -> list[tuple[
         if before.size < 2 or after.size < 2:
             out.append((1.0, 0.0))
             continue
-        p_value = float(mannwhitneyu(after, before, alternative="two-sided").pvalue)
+        # a side of under 8 points takes the exact rank distribution even with ties: the normal approximation scipy
+        # falls back to when values tie put 6 points above all 25 before them at p = 2e-4 instead of 3e-6, and a
+        # seven-point regression and its fix failed the test (ties only narrow the distribution: exact is conservative)
+        method = "exact" if min(before.size, after.size) < 8 else "auto"
+        p_value = float(mannwhitneyu(after, before, alternative="two-sided", method=method).pvalue)
         shift = abs(float(np.median(np.subtract.outer(after, before))))
         if shift < min_shift:
             out.append((p_value, 0.0))

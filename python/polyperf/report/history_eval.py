@@ -6,7 +6,7 @@ The annotated table: columns `series`, `value` and `alert`, rows in commit order
 change no alert raised) or `untriaged`. Other columns are ignored. Or Perfherder series as Mozilla's
 REALISE-Performance dataset lays them out (one CSV per series, rows in commit order, `value` and the triage outcome
 `alert_summary_status_general`), a file or a folder of them: an alert people kept (TP) is `valid`, one they dismissed
-(FP) `invalid`, a change a sheriff recorded by hand where the alerts missed it (FN) `missed` (a true change, but not
+(FP, or an alert whose own status is invalid inside a summary they kept) `invalid`, a change a sheriff recorded by hand where the alerts missed it (FN) `missed` (a true change, but not
 one of the alerts whose valid share is printed beside), and an alert whose summary was still under investigation (SP)
 `untriaged`: no truth either way, so a detection within k points of one only is left out of the score rather than
 counted true or false. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
@@ -41,6 +41,10 @@ ALERTS = ("", "valid", "invalid", "missed", "untriaged")
 PERFHERDER_OUTCOMES = {"TN": "", "TP": "valid", "FN": "missed", "FP": "invalid", "SP": "untriaged"}
 # the summary-level triage outcome; older versions of the dataset name it alert_status_general
 OUTCOME_COLUMNS = ("alert_summary_status_general", "alert_status_general")
+# the alert's own status (older versions: test_status), where 3 is "invalid": a sheriff can dismiss one series' alert
+# inside a summary they kept for the others, and for that series the alert's own word is the one that holds
+ALERT_STATUS_COLUMNS = ("single_alert_status", "test_status")
+INVALID_ALERT_STATUS = 3
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,9 @@ def _is_perfherder(path: Path) -> bool:
 
 def _read_perfherder(path: Path, name: str) -> pd.DataFrame:
     column = _outcome_column(path)
-    wanted = ["value", column, *(["revision"] if "revision" in _header(path) else [])]
+    header = _header(path)
+    status_column = next((c for c in ALERT_STATUS_COLUMNS if c in header), None)
+    wanted = ["value", column, *(c for c in ("revision", status_column) if c is not None and c in header)]
     try:
         raw = pd.read_csv(path, usecols=wanted, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
@@ -103,7 +109,11 @@ def _read_perfherder(path: Path, name: str) -> pd.DataFrame:
     unknown = sorted(set(outcomes) - set(PERFHERDER_OUTCOMES))
     if unknown:
         raise ValueError(f"{path}: triage outcome {unknown[0]!r} is not one of: {', '.join(PERFHERDER_OUTCOMES)}")
-    table = pd.DataFrame({"series": name, "value": raw["value"], "alert": outcomes.map(PERFHERDER_OUTCOMES)})
+    alerts = outcomes.map(PERFHERDER_OUTCOMES)
+    if status_column is not None:
+        dismissed = pd.to_numeric(raw[status_column], errors="coerce") == INVALID_ALERT_STATUS
+        alerts = alerts.mask(dismissed & alerts.isin(("valid", "untriaged")), "invalid")
+    table = pd.DataFrame({"series": name, "value": raw["value"], "alert": alerts})
     if "revision" in raw:
         table["revision"] = raw["revision"].str.strip()
     return _checked(table, path)
@@ -175,6 +185,14 @@ def evaluate_annotated(frame: pd.DataFrame, k: int) -> Evaluation:
         pending,
         score(push_pairs, k),
     )
+
+
+def _near_any(mask: np.ndarray, k: int) -> np.ndarray:
+    """Whether each point lies within k points of a point where `mask` holds."""
+    points = np.flatnonzero(mask)
+    if not len(points):
+        return np.zeros(mask.size, dtype=bool)
+    return np.abs(np.arange(mask.size)[:, None] - points[None, :]).min(axis=1) <= k
 
 
 def _near(index: int, points: np.ndarray, k: int) -> bool:
