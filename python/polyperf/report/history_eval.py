@@ -3,13 +3,14 @@ carry the alerts people triaged), beside the alerts' own valid share, so the two
 
 The annotated table: columns `series`, `value` and `alert`, rows in commit order within each series; `alert` is empty,
 `valid` (an alert people confirmed: a true change), `invalid` (an alert people dismissed as noise), `missed` (a true
-change no alert raised) or `untriaged`. Other columns are ignored. Or Perfherder series as Mozilla's
-REALISE-Performance dataset lays them out (one CSV per series, rows in commit order, `value` and the triage outcome
-`alert_summary_status_general`), a file or a folder of them: an alert people kept (TP) is `valid`, one they dismissed
-(FP, or an alert whose own status is invalid inside a summary they kept) `invalid`, a change a sheriff recorded by hand where the alerts missed it (FN) `missed` (a true change, but not
-one of the alerts whose valid share is printed beside), and an alert whose summary was still under investigation (SP)
-`untriaged`: no truth either way, so a detection within k points of one only is left out of the score rather than
-counted true or false. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
+change no alert raised) or `untriaged`; an optional `revision` column names each point's push. Other columns are
+ignored. Or Perfherder series as Mozilla's REALISE-Performance dataset lays them out (one CSV per series, rows in
+commit order, `revision`, `value` and the triage outcome `alert_summary_status_general`), a file or a folder of them:
+an alert people kept (TP) is `valid`; one they dismissed (FP, or an alert whose own status is invalid inside a summary
+they kept) `invalid`; a change a sheriff recorded by hand where the alerts missed it (FN) `missed` (a true change, but
+not one of the alerts whose valid share is printed beside); and an alert whose summary was still under investigation
+(SP) `untriaged`: no truth either way, so a detection within k points of one only is left out of the score rather
+than counted true or false. Scoring is `analyse.change_scores`; detection is `analyse.changepoints.find_changes` as
 `polyperf history` calls it. Confirmed changes are scored; a change still pending at the end of a series is not yet
 an answer (no gate acts on it), so it is counted apart.
 
