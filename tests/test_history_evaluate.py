@@ -182,3 +182,16 @@ def test_an_alert_dismissed_inside_a_summary_people_kept_is_invalid_for_its_seri
     figures = json.loads(capsys.readouterr().out)
     assert (figures["alerts_valid"], figures["alerts_invalid"], figures["series_with_invalid_alerts"]) == (1, 1, 1)
     assert (figures["annotated_changes"], figures["detections"], figures["matched"]) == (1, 1, 1)
+
+
+def test_the_reference_perfherder_method_alerts_at_a_clear_step_and_not_on_noise() -> None:
+    import perfherder_method
+
+    rng = np.random.default_rng(13)
+    step = np.r_[np.full(60, 100.0), np.full(60, 110.0)] * np.exp(rng.normal(0, 0.01, 120))
+    assert perfherder_method.alerts(step) == [60]
+    assert perfherder_method.alerts(100.0 * np.exp(rng.normal(0, 0.01, 300))) == []
+    # under 2% it does not alert, however clear
+    assert (
+        perfherder_method.alerts(np.r_[np.full(60, 100.0), np.full(60, 101.5)] * np.exp(rng.normal(0, 1e-4, 120))) == []
+    )
