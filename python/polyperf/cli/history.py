@@ -19,11 +19,12 @@ HISTORY_DESCRIPTION = """\
 Finds change points in every series over commits (one value per run: the median of its repeats) and in every
 claim's measured value, on one machine fingerprint (CPU model, cores, kernel, CPU budget; by default the newest
 run's). Measured values: candidates from E-Divisive means with a Student's t-test (Apache Otava) at p <= 0.001,
-each confirmed by a Mann-Whitney test at p <= 1e-4 and a shift above 1.5 times the series' own noise; a change with
-fewer than 5 points after it is pending (not gated unless --include-pending). Exact counts (the metric catalogue's)
-change at any difference. Each change: the commits on either side, its size (Hodges-Lehmann ratio of the points
-after over those before, 95% Moses interval) and its p-value; the catalogue says regression or improvement. Changes
-at one commit are grouped; creep is a Mann-Kendall trend over the newest 30 commits with Sen's slope.
+each confirmed by a Mann-Whitney test at p <= 1e-4 and a shift of at least 2 times the series' own noise and 2%; a
+level left again within 5 points, back the way it came, and 4 or more swings between two levels are not changes; a
+change with fewer than 5 points after it is pending (not gated unless --include-pending). Exact counts (the metric
+catalogue's) change at any difference. Each change: the commits on either side, its size (Hodges-Lehmann ratio of the
+points after over those before, 95% Moses interval) and its p-value; the catalogue says regression or improvement.
+Changes at one commit are grouped; creep is a Mann-Kendall trend over the newest 30 commits with Sen's slope.
 """
 
 
@@ -303,12 +304,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="score change detection against an annotated history: precision, recall and F1 at k points",
         description=(
             "Runs the change detection of `polyperf history` on every series of an annotated history and matches its "
-            "changes (confirmed and pending) to the changes people confirmed, within K points, one to one. Prints "
-            "precision, recall and F1, and beside them the annotated alerts' own valid share, on the same series. "
+            "confirmed changes to the changes people confirmed, within K points, one to one (changes still pending "
+            "at the end of a series are counted apart). Prints precision, recall and F1, and beside them the "
+            "annotated alerts' own valid share, on the same series. Precision is printed twice: series by series, "
+            "and by push as alert summaries are judged (a push people confirmed on any series counts for all; "
+            "series whose only annotations were recorded by hand are left out). "
             "ANNOTATED is a CSV with columns series, value and alert (rows in commit order within a series; alert "
-            "empty, valid, invalid, or missed: a true change no alert raised), or Perfherder series as Mozilla's "
-            "REALISE-Performance dataset lays them out (data/all-datasets-annotated-aggregated/: one CSV per series, "
-            "triage outcomes TP, FP, FN, TN in alert_summary_status_general), one file or a folder of them."
+            "empty, valid, invalid, missed: a true change no alert raised, or untriaged; an optional revision "
+            "column names the push), or Perfherder series as Mozilla's REALISE-Performance dataset lays them out "
+            "(data/all-datasets-annotated-aggregated/: one CSV per series, triage outcomes TP, FP, FN, SP, TN in "
+            "alert_summary_status_general), one file or a folder of them."
         ),
     )
     evaluate.add_argument(
