@@ -199,7 +199,8 @@ def _drop_flip_flops(logs: np.ndarray, points: list[int], run: int) -> list[int]
     # the change before it (within a factor of 2): a regression that later grows, or a partial fix, does not
     steps = np.diff(levels)
     returning = [
-        j > 0 and steps[j] * steps[j - 1] < 0 and 0.5 <= abs(steps[j] / steps[j - 1]) <= 2 for j in range(len(points))
+        j > 0 and steps[j] * steps[j - 1] < 0 and abs(steps[j - 1]) / 2 <= abs(steps[j]) <= 2 * abs(steps[j - 1])
+        for j in range(len(points))
     ]
     dropped: set[int] = set()
     j = 0
