@@ -6,7 +6,8 @@ How a verdict is reached, so that a careful reader can redo it:
    run or a benchmark round); samples inside a repeat are not independent, so their median stands for it.
 2. A ratio of paired repeats joins numerator and denominator on the repeat, never by position: a repeat that
    one side lacks (a client-bound run left out, say) drops its partner too. The number of pairs is n.
-3. `stats` gives the estimate and its 95% interval, or none below the n its method needs: then the verdict is
+3. `anytime` gives the estimate and its 95% interval, a confidence sequence valid however many repeats the run
+   added on the data (`analyse.allocate`), or none below the n it needs (8): then the verdict is
    "inconclusive: too few samples". Exact counts (unit `count`, whole numbers) need no interval: every
    repeat is judged, on any n.
 4. The noise floor is the smallest relative difference this run could resolve: the interval's half-width, and
@@ -18,7 +19,7 @@ How a verdict is reached, so that a careful reader can redo it:
    margin, "larger" / "smaller" wholly outside it, else inconclusive. An entry that claims a value, not a direction
    (a within_* rule), is judged inside / outside its band.
 6. One family per run: every part that was tested (exact counts are not) enters one family, controlled together
-   (`analyse.family`, Benjamini-Yekutieli at a 5% false discovery rate, valid under any dependence, unless told
+   (`analyse.family`, e-BH on the parts' e-values at a 5% false discovery rate, valid under any dependence, unless told
    otherwise; a part held back by the noise floor enters with p = 1, since it cannot be declared); an outcome decided by
    its own interval but not after the family's adjustment is "inconclusive", and says so.
 The verdict (stable: reproduced / not reproduced / inconclusive / not measured) is the direction, or the band for an
@@ -30,7 +31,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,8 @@ import pandas as pd
 from polyperf.analyse.family import DEFAULT, Family, control, decision_threshold
 from polyperf.analyse.headline import headline, rule_text
 from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, num, size_band, tested_part
-from polyperf.analyse.stats import LEVEL, Summary, exact_range, ratio, ratio_of_medians, summarize
+from polyperf.analyse.anytime import paired_ratio, ratio_of_medians, summarize
+from polyperf.analyse.stats import LEVEL, Summary, exact_range
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 from polyperf.record.catalogue import metric_info
 
@@ -342,7 +343,7 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
             summary = exact_range((a / b).to_numpy())
         else:
             pair = (a.to_numpy(), b.to_numpy())
-            estimate = partial(ratio, paired=True) if claim.paired else ratio_of_medians
+            estimate = paired_ratio if claim.paired else ratio_of_medians
             summary = estimate(*pair)
             at_level = lambda level: estimate(*pair, level=level)  # noqa: E731
     except ValueError as exc:
@@ -361,7 +362,7 @@ def _family(
     family's decision threshold (`family.decision_threshold`)."""
     keys = [(i, name) for i, (_, _, parts, _) in enumerate(judged) for name, part in parts.items()]
     parts = [judged[i][2][name] for i, name in keys]
-    pvalues = [part.p_value for part in parts]
+    pvalues = [part.family_p for part in parts]
     declarable = [part.decided_by_interval for part in parts]
     adjusted = control(pvalues, declarable, method)
     entered = [p if ok or math.isnan(p) else 1.0 for p, ok in zip(pvalues, declarable, strict=True)]

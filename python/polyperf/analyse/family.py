@@ -1,23 +1,24 @@
-"""Many tests in one run, controlled together: Benjamini-Yekutieli (false discovery rate under any dependence, through
-`scipy.stats.false_discovery_control`) by default, or Holm's step-down adjustment (family-wise error). Pure: p-values
-in, adjusted p-values out.
+"""Many tests in one run, controlled together: e-BH (Wang & Ramdas, JRSS-B 2022: the false discovery rate of
+e-values under any dependence) by default, or Holm's step-down (family-wise error) or Benjamini-Yekutieli. Pure: the
+parts' 1/e in, adjusted p-values out.
 
 A run judges dozens of entries at 95% each; uncontrolled, about one run in two would hold at least one wrong decided
-verdict. Why Benjamini-Yekutieli: the family mixes direction tests ("above t") and equivalence tests ("inside the
-margin", the larger of two one-sided p-values) on rows shared between entries. Such p-values are not positively
-dependent, which Benjamini-Hochberg's guarantee needs; Benjamini-Yekutieli (1991-2001: BH's cut-offs divided by
-c(m) = 1 + 1/2 + ... + 1/m) keeps the expected share of wrong declared outcomes at or below the rate under any
-dependence, at the price of c(m) (4.3 for 40 tests). e-values with e-BH would also hold, but from the sign test's
-p-values they need a calibrator that costs more than c(m) at these sizes. Holm (`--family holm`) bounds the chance
-of any wrong declared outcome, also under any dependence.
+verdict. Why e-BH: the main job adds repeats to the entries that are still undecided, so every entry's evidence is an
+e-process (`analyse.anytime`), valid at the data-dependent number of repeats it stopped at. e-BH declares the R
+entries with the largest e-values where each e >= m / (rate R); it is Benjamini-Hochberg applied to 1/e, and for
+e-values it holds under any dependence (the family mixes direction tests and equivalence tests on rows shared between
+entries, which are not positively dependent) without Benjamini-Yekutieli's c(m) = 1 + 1/2 + ... + 1/m (4.3 for 40
+tests). Fixed-n p-values from a sign test cannot stop early; the price of the e-process is width at small n (its 95%
+interval needs 8 repeats, a sign test's 6). Holm (`--family holm`) bounds the chance of any wrong declared outcome,
+and Benjamini-Yekutieli (`--family by`) the false discovery rate, both on 1/e (a valid p-value at any stopping time).
 
 The family is fixed by the design, before the data: every part that has a test at this n (exact counts are judged on
 every repeat and are not tests). Only parts their own interval decides can be declared, so a part that another rule
 holds back (the noise floor: an estimate within the run's noise of a bound is never decided) enters with p = 1: its
 small p-value would otherwise count as a discovery and lower the bar for every other part (simulated: 3 such parts
 among 7 true nulls raised Benjamini-Hochberg's chance of a false declared outcome from 5.0% to 13.3%). Any rejected
-part then has p <= rate x |rejected| / (m c(m)), which is what bounds the false discovery rate under any dependence
-(Blanchard and Roquain 2008, self-consistency).
+part then has e >= m / (rate |rejected|), which is what bounds the false discovery rate under any dependence (Wang
+and Ramdas 2022, self-consistency of e-BH).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import false_discovery_control
 
-__all__ = ["DEFAULT", "METHODS", "Family", "adjust", "by", "control", "decision_threshold", "holm"]
+__all__ = ["DEFAULT", "METHODS", "Family", "adjust", "by", "control", "decision_threshold", "ebh", "holm"]
 
 METHODS = {
+    "ebh": ("e-BH", "false discovery rate"),
     "by": ("Benjamini-Yekutieli", "false discovery rate"),
     "holm": ("Holm", "family-wise error rate"),
 }
-DEFAULT = "by"
+DEFAULT = "ebh"
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -64,10 +66,21 @@ def by(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
+def ebh(inverse_evalues: Sequence[float]) -> list[float]:
+    """e-BH's adjusted values from each part's 1/e, in the input's order: a part is declared at `rate` exactly when
+    its adjusted value is <= rate (Benjamini-Hochberg's step-up on 1/e); NaN entries stay NaN and do not count."""
+    p = np.asarray(inverse_evalues, dtype=float)
+    out = np.full(p.shape, math.nan)
+    tested = ~np.isnan(p)
+    if tested.any():
+        out[tested] = false_discovery_control(np.clip(p[tested], 0.0, 1.0), method="bh")
+    return out.tolist()
+
+
 def adjust(pvalues: Sequence[float], method: str = DEFAULT) -> list[float]:
     if method not in METHODS:
         raise ValueError(f"family method must be one of {', '.join(METHODS)}, not {method!r}")
-    return holm(pvalues) if method == "holm" else by(pvalues)
+    return {"holm": holm, "by": by, "ebh": ebh}[method](pvalues)
 
 
 def control(pvalues: Sequence[float], declarable: Sequence[bool], method: str = DEFAULT) -> list[float]:
@@ -82,7 +95,7 @@ def decision_threshold(entered: Sequence[float], method: str = DEFAULT, rate: fl
     below it, so an interval at level 1 - threshold (the test's dual) excludes a bound exactly when the family
     declares. With R of the m tests declared: Benjamini-Yekutieli's step-up declares every p <= R q / (m c(m)),
     c(m) = 1 + 1/2 + ... + 1/m; Holm's step-down every p <= q / (m - R + 1). With none declared, the first step's
-    cut-off (q / (m c(m)), q / m), which every p-value exceeds. NaN without a test. `entered` as `control` makes it."""
+    cut-off (q / (m c(m)), q / m), which every p-value exceeds. e-BH declares every 1/e <= R q / m. NaN without a test. `entered` as `control` makes it."""
     p = np.asarray(entered, dtype=float)
     tested = p[~np.isnan(p)]
     m = tested.size
@@ -91,6 +104,8 @@ def decision_threshold(entered: Sequence[float], method: str = DEFAULT, rate: fl
     declared = int(np.sum(np.asarray(adjust(tested.tolist(), method)) <= rate))
     if method == "holm":
         return rate / (m - declared + 1) if declared else rate / m
+    if method == "ebh":
+        return max(declared, 1) * rate / m
     return max(declared, 1) * rate / (m * float(np.sum(1.0 / np.arange(1, m + 1))))
 
 

@@ -38,6 +38,16 @@ class Part:
     reason: str
     p_value: float = math.nan
     decided_by_interval: bool = False
+    e_value: float = math.nan  # the evidence the family (e-BH) receives; 1 / p_value for the sign e-process
+
+    @property
+    def family_p(self) -> float:
+        """What the family adjusts: 1/e, a valid p-value at any stopping time (NaN: not a test)."""
+        if math.isnan(self.p_value):
+            return math.nan
+        if math.isnan(self.e_value):  # a summary without e-values: its p-value calibrated (e = 1 / (2 sqrt p))
+            return min(1.0, 2.0 * math.sqrt(self.p_value))
+        return min(1.0, 1.0 / self.e_value) if self.e_value > 0 else 1.0
 
     @property
     def held_back(self) -> bool:
@@ -101,19 +111,31 @@ def _near(m: Summary, boundary: float, reach: float) -> bool:
     return abs(math.log(m.median / boundary)) <= math.log1p(reach)
 
 
-def _past(m: Summary, threshold: float, side: str) -> tuple[bool, float]:
-    """(whether the estimand is shown `side` of threshold, the two-sided p-value of that test). A summary made
-    without its test (no `tails`) is judged by its interval alone, and carries no p-value into the family."""
+def _past(m: Summary, threshold: float, side: str) -> tuple[bool, float, float]:
+    """(whether the estimand is shown `side` of threshold, the two-sided p-value of that test, its e-value). A
+    summary made without its test (no `tails`) is judged by its interval alone, and carries no p-value into the
+    family; one without e-values (`evidence`) carries NaN, and the family calibrates its p-value."""
     if m.tails is None:
-        return (m.low >= threshold if side == "above" else m.high <= threshold), math.nan
+        return (m.low >= threshold if side == "above" else m.high <= threshold), math.nan, math.nan
     one = m.p_above(threshold) if side == "above" else m.p_below(threshold)
     p = 1.0 if math.isnan(one) else min(1.0, 2 * one)
-    return p <= ALPHA, p
+    e = math.nan
+    if m.evidence is not None:
+        e_above, e_below = m.evidence(threshold)
+        e = e_above if side == "above" else e_below
+        e = 0.0 if math.isnan(e) else e
+    return p <= ALPHA, p, e
 
 
-def _least(*pvalues: float) -> float:
-    tested = [p for p in pvalues if not math.isnan(p)]
-    return min(tested) if tested else math.nan
+def _least(*tests: tuple[float, float]) -> tuple[float, float]:
+    """(p, e) of the strongest of several (p, e) tests; NaN when none was tested."""
+    tested = [t for t in tests if not math.isnan(t[0])]
+    return min(tested, key=lambda t: t[0]) if tested else (math.nan, math.nan)
+
+
+def _inside(lo: tuple[bool, float, float], hi: tuple[bool, float, float]) -> tuple[bool, float, float]:
+    """Both one-sided tests of an equivalence: decided when both are; p the larger, e the smaller."""
+    return lo[0] and hi[0], max(lo[1], hi[1]), min(lo[2], hi[2]) if not math.isnan(lo[2] + hi[2]) else math.nan
 
 
 def _interval_text(m: Summary) -> str:
@@ -133,15 +155,19 @@ def _direction(m: Summary, threshold: float, side: str, min_effect: float) -> Pa
             return Part("opposite", where)
         return Part("inconclusive", f"repeats disagree or equal the threshold: {where}")
     flip = "below" if side == "above" else "above"
-    (claimed, p_claimed), (other, p_other) = _past(m, threshold, side), _past(m, threshold, flip)
+    (claimed, *t_claimed), (other, *t_other) = _past(m, threshold, side), _past(m, threshold, flip)
     if _near(m, threshold, floor := _reach(m, threshold, min_effect)):
         reason = f"within this run's noise (±{floor:.1%}) of {num(threshold)}"
-        return Part("inconclusive", reason, _least(p_claimed, p_other))
+        return _part("inconclusive", reason, _least(tuple(t_claimed), tuple(t_other)))
     if claimed:
-        return Part("reproduced", f"{_where(m)} lies {side} {num(threshold)}", p_claimed, True)
+        return _part("reproduced", f"{_where(m)} lies {side} {num(threshold)}", tuple(t_claimed), True)
     if other:
-        return Part("opposite", f"{_where(m)} lies {flip} {num(threshold)}", p_other, True)
-    return Part("inconclusive", f"{_where(m)} straddles {num(threshold)}", _least(p_claimed, p_other))
+        return _part("opposite", f"{_where(m)} lies {flip} {num(threshold)}", tuple(t_other), True)
+    return _part("inconclusive", f"{_where(m)} straddles {num(threshold)}", _least(tuple(t_claimed), tuple(t_other)))
+
+
+def _part(outcome: str, reason: str, test: tuple[float, float], decided: bool = False) -> Part:
+    return Part(outcome, reason, test[0], decided, test[1])
 
 
 def _band(m: Summary, lo: float, hi: float, min_effect: float, what: str) -> Part:
@@ -153,21 +179,21 @@ def _band(m: Summary, lo: float, hi: float, min_effect: float, what: str) -> Par
         if m.low > hi or m.high < lo:
             return Part("above" if m.low > hi else "below", where)
         return Part("inconclusive", f"repeats disagree: {where}")
-    (above, p_above), (below, p_below) = _past(m, hi, "above"), _past(m, lo, "below")
-    (over_lo, p_lo), (under_hi, p_hi) = _past(m, lo, "above"), _past(m, hi, "below")
-    inside, p_inside = over_lo and under_hi, max(p_lo, p_hi)
+    (above, *t_above), (below, *t_below) = _past(m, hi, "above"), _past(m, lo, "below")
+    inside, *t_inside = _inside(_past(m, lo, "above"), _past(m, hi, "below"))
+    tests = (tuple(t_above), tuple(t_below), tuple(t_inside))
     for boundary in (lo, hi):
         if _near(m, boundary, floor := _reach(m, boundary, min_effect)):
             reason = f"within this run's noise (±{floor:.1%}) of {num(boundary)}"
-            return Part("inconclusive", reason, _least(p_above, p_below, p_inside))
+            return _part("inconclusive", reason, _least(*tests))
     span = f"{what} {num(lo)}–{num(hi)}"
     if inside:
-        return Part("inside", f"{_where(m)} lies inside {span}", p_inside, True)
+        return _part("inside", f"{_where(m)} lies inside {span}", tests[2], True)
     if above:
-        return Part("above", f"{_where(m)} lies above {span}", p_above, True)
+        return _part("above", f"{_where(m)} lies above {span}", tests[0], True)
     if below:
-        return Part("below", f"{_where(m)} lies below {span}", p_below, True)
-    return Part("inconclusive", f"{_where(m)} straddles a bound of {span}", _least(p_above, p_below, p_inside))
+        return _part("below", f"{_where(m)} lies below {span}", tests[1], True)
+    return _part("inconclusive", f"{_where(m)} straddles a bound of {span}", _least(*tests))
 
 
 SIZE_WORDS = {"inside": "as published", "above": "larger", "below": "smaller", "inconclusive": "inconclusive"}
@@ -209,6 +235,6 @@ def tested_part(part: Part, adjusted: float, family_text: str, rate: float) -> P
     p-value is within the family's rate."""
     if not part.decided_by_interval or adjusted <= rate:
         return part
-    p = f"p = {part.p_value:.3g}, adjusted {adjusted:.3g}"
+    p = f"e = {1 / part.family_p:.3g}, adjusted p = {adjusted:.3g}"
     reason = f"{part.reason}, but not after the family's control ({p}; {family_text})"
-    return Part("inconclusive", reason, part.p_value, True)
+    return Part("inconclusive", reason, part.p_value, True, part.e_value)

@@ -95,6 +95,8 @@ class Summary:
     method: str = METHOD_MEDIAN
     min_n: int = 1
     tails: Tails | None = field(default=None, compare=False, repr=False)
+    # (e above t, e below t): the e-values of an anytime-valid summary (`analyse.anytime`), for the family's e-BH
+    evidence: Tails | None = field(default=None, compare=False, repr=False)
 
     @property
     def has_interval(self) -> bool:
