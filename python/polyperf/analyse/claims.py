@@ -36,10 +36,10 @@ from typing import Any
 
 import pandas as pd
 
+from polyperf.analyse.anytime import paired_ratio, ratio_of_medians, summarize
 from polyperf.analyse.family import DEFAULT, Family, control, decision_threshold
 from polyperf.analyse.headline import headline, rule_text
 from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, num, size_band, tested_part
-from polyperf.analyse.anytime import paired_ratio, ratio_of_medians, summarize
 from polyperf.analyse.stats import LEVEL, Summary, exact_range
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
 from polyperf.record.catalogue import metric_info

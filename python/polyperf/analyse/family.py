@@ -95,7 +95,8 @@ def decision_threshold(entered: Sequence[float], method: str = DEFAULT, rate: fl
     below it, so an interval at level 1 - threshold (the test's dual) excludes a bound exactly when the family
     declares. With R of the m tests declared: Benjamini-Yekutieli's step-up declares every p <= R q / (m c(m)),
     c(m) = 1 + 1/2 + ... + 1/m; Holm's step-down every p <= q / (m - R + 1). With none declared, the first step's
-    cut-off (q / (m c(m)), q / m), which every p-value exceeds. e-BH declares every 1/e <= R q / m. NaN without a test. `entered` as `control` makes it."""
+    cut-off (q / (m c(m)), q / m), which every p-value exceeds.
+    e-BH declares every 1/e <= R q / m. NaN without a test. `entered` as `control` makes it."""
     p = np.asarray(entered, dtype=float)
     tested = p[~np.isnan(p)]
     m = tested.size
