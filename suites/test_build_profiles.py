@@ -27,6 +27,7 @@ from polyperf.build.variant_proof import cpu_has_avx2_bmi2, ladder_failures, var
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
 from polyperf.common.paths import log_part
+from polyperf.common.repeats import repeat_numbers
 from polyperf.errors import PolyperfError
 from polyperf.load.drill_driver import ensure_drill, run_drill, to_load_result
 from polyperf.measure.sampler import measure
@@ -153,7 +154,7 @@ def test_multiply_alone(builds, plan, record, load_options, run_dir):
     server runs. One round per variant per repeat, variants in a seeded random order per repeat (rounds are the
     independent samples, paired by repeat)."""
     order = random.Random(f"{load_options.seed}:build_profiles:multiply")  # the run's seed (env.json has it)
-    for repeat in range(plan["bench_rounds"]):
+    for repeat in repeat_numbers(plan["bench_rounds"]):  # a top-up measures new repeats only
         for slot, variant in enumerate(order.sample(VARIANTS, len(VARIANTS))):
             rounds = _bench(
                 builds[variant].binary,

@@ -227,15 +227,26 @@ def run(
     report: bool = True,
     quiet: bool = False,
     benchmark_table: bool = False,
+    budget_s: float | None = None,
+    continue_run: str | os.PathLike[str] | None = None,
 ) -> RunOutcome:
     """Runs the named suites (all by default, in `SUITE_ORDER`) and returns where the results and report are.
-    With `report`, every suite's answers are written and printed as soon as it ends."""
-    get_profile(profile)  # fail on a bad profile name before creating anything
+    With `report`, every suite's answers are written and printed as soon as it ends. Then, until `budget_s`
+    seconds after the start (default: the profile's), repeats go to the entries still undecided (`topups`).
+    `continue_run`: a run of this commit and machine whose sequences go on (its suites that ran are not run again)."""
+    budget_s = get_profile(profile).budget_s if budget_s is None else budget_s  # a bad profile fails here
     folder = Path(suites_dir) if suites_dir else find_suites_dir()
     files = _suite_files(list(suites), folder)
     available = available_suites(folder)
     names = [suite_of(f) for f in files]
-    run_ = Run.create(Path(out).resolve(), latest=True, profile=profile, suites=names)
+    already: list[str] = []  # suites a continued run measured before: not run again
+    if continue_run is not None:
+        run_ = Run.resume(continue_run)
+        already = [n for n in names if n in _suites_with_rows(run_.run_dir)]
+        files = [f for f in files if suite_of(f) not in already]
+        names = [*already, *(suite_of(f) for f in files)]
+    else:
+        run_ = Run.create(Path(out).resolve(), latest=True, profile=profile, suites=names)
     run_dir = run_.run_dir
     common = [f"--polyperf-profile={profile}", f"--polyperf-run-dir={run_dir}", "-v", "-ra", "--color=yes"]
     progress = Progress(run_dir, profile)
@@ -254,16 +265,18 @@ def run(
         echo = _Echo(log, quiet=quiet, table=benchmark_table, progress=progress)
         for index, file in enumerate(files):
             if not quiet:
-                print(f"\npolyperf: suite {index + 1} of {len(files)}: {names[index]}", flush=True)
+                print(f"\npolyperf: suite {index + 1} of {len(files)}: {suite_of(file)}", flush=True)
             cmd = [sys.executable, "-m", "pytest", str(file), *common, *pytest_args]
             code, interrupted = _stream(cmd, run_, folder.parent, echo, seed_env)
             codes.append(code)
             last = index == len(files) - 1
             if interrupted:
                 break
-            if report and not last:
-                done = names[: index + 1]
+            if report and (not last or budget_s > 0):  # the first batch's answers, before any top-up
+                done = names[: len(already) + index + 1]
                 report_path = _answers(run_dir, done, len(names), final=False, quiet=quiet, started=started)
+        if not interrupted and budget_s > 0 and time.monotonic() < started + budget_s:
+            interrupted = _top_up(run_, started + budget_s, folder, echo, seed_env, [*common, *pytest_args], quiet)
     code = _combined(codes)
     if code == 0 and not interrupted and len(codes) == len(files):  # a failed or cut-short run is no estimate
         steps.record(key, time.monotonic() - started)
@@ -272,10 +285,38 @@ def run(
         print(f"polyperf: {unreadable_note(len(skipped))}", file=sys.stderr, flush=True)
     # a SIGHUP means the terminal is gone: keep what was measured and leave the report to `polyperf report`
     if report and interrupted != "SIGHUP":
-        report_path = _answers(run_dir, names[: len(codes)], len(names), final=True, quiet=quiet, started=started)
+        done = names[: len(already) + len(codes)]
+        report_path = _answers(run_dir, done, len(names), final=True, quiet=quiet, started=started)
     if not interrupted:
         _add_to_history(run_dir, quiet)
     return RunOutcome(run_dir, code, report_path, interrupted)
+
+
+def _top_up(
+    run_: Run, deadline: float, folder: Path, echo: _Echo, seed_env: dict[str, str], args: list[str], quiet: bool
+) -> str | None:
+    """Repeats for the entries still undecided until `deadline` (`topups`); returns the signal that interrupted it."""
+    from polyperf.report.terminal import run_verdicts
+    from polyperf.topups import add_repeats
+
+    topped = add_repeats(
+        run_,
+        deadline=deadline,
+        judge=run_verdicts,
+        stream=lambda cmd, env: _stream(cmd, run_, folder.parent, echo, {**seed_env, **env}),
+        pytest_cmd=lambda nodes: [sys.executable, "-m", "pytest", *nodes, *args],
+        quiet=quiet,
+    )
+    run_.update_env(top_ups=topped.as_record())
+    return run_.interrupted
+
+
+def _suites_with_rows(run_dir: Path) -> list[str]:
+    """The suites a run holds rows of (read from its table, so a suite that ran but recorded nothing is run again)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableLines)
+        table = finalize_run(run_dir)
+    return sorted(set(table["suite"].dropna())) if "suite" in table else []
 
 
 def _add_to_history(run_dir: Path, quiet: bool) -> None:

@@ -34,6 +34,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from polyperf.analyse.anytime import paired_ratio, ratio_of_medians, summarize
@@ -125,6 +126,7 @@ class Verdict:
     family: Family | None = None
     family_interval: Summary | None = None  # the estimate at the family's level: decided exactly where it clears
     family_level: float | None = None  # that level, 1 - the family's decision threshold
+    sample: tuple[float, ...] = field(default=(), compare=False, repr=False)  # for allocation (`analyse.allocate`)
 
     @property
     def size_ratio(self) -> tuple[float, float, float] | None:
@@ -176,6 +178,7 @@ class Verdict:
             "margin_abs": self.claim.margin_abs,
             "headline": self.headline or self.verdict,
             "p_values": {k: number(p.p_value) for k, p in self.parts.items() if not math.isnan(p.p_value)},
+            "e_values": {k: number(p.e_value) for k, p in self.parts.items() if not math.isnan(p.e_value)},
             "p_adjusted": {k: number(v) for k, v in self.adjusted.items()},
             "family": self.family.as_record() if self.family else None,
         }
@@ -294,6 +297,7 @@ class _Measured:
     n_denominator: int | None = None
     unjudgeable: bool = False  # rows exist, but no estimate can be made of them
     at_level: Callable[[float], Summary] | None = None  # the same estimate with its interval at another level
+    sample: tuple[float, ...] = ()  # the repeats the estimate is a median of (log-ratios for a paired ratio)
 
 
 def _missing_reason(frame: pd.DataFrame, claim: Claim, side: str, why: str, spec: Mapping[str, Any]) -> str:
@@ -324,7 +328,7 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
         if _is_exact(rows):
             return _Measured(exact_range(values))
         data = values.to_numpy()
-        return _Measured(summarize(data), at_level=lambda level: summarize(data, level))
+        return _Measured(summarize(data), at_level=lambda level: summarize(data, level), sample=tuple(data))
     (num, _), (den, _) = selected
     for rows, side in ((num, "numerator"), (den, "denominator")):
         if rows["value"].isna().all():  # left out when loaded (NaN, out of range, negative), or measured as NaN
@@ -348,7 +352,8 @@ def _measure(frame: pd.DataFrame, claim: Claim) -> _Measured:
             at_level = lambda level: estimate(*pair, level=level)  # noqa: E731
     except ValueError as exc:
         return _Measured(None, f"no ratio can be formed: {exc}", len(a), len(b), unjudgeable=True)
-    return _Measured(summary, "", len(a), len(b), at_level=at_level)
+    sample = tuple(np.log(a.to_numpy() / b.to_numpy())) if claim.paired and (a > 0).all() and (b > 0).all() else ()
+    return _Measured(summary, "", len(a), len(b), at_level=at_level, sample=sample)
 
 
 _VERDICT_OF = {"reproduced": "reproduced", "inside": "reproduced", "inconclusive": "inconclusive"}
@@ -411,7 +416,7 @@ def evaluate(
         parts = {k: tested_part(p, adj.get(k, math.nan), short, rate) for k, p in parts.items()}
         level = 1 - threshold if wide is not None else None
         verdict = _verdict(claim, measured, parts, floor, adj, fam)
-        verdicts.append(replace(verdict, family_interval=wide, family_level=level))
+        verdicts.append(replace(verdict, family_interval=wide, family_level=level, sample=measured.sample))
     return verdicts
 
 

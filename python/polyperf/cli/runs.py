@@ -27,6 +27,17 @@ def _load_options(args: argparse.Namespace) -> list[str]:
     return [*given, *(["--flamegraph"] if args.flamegraph else [])]
 
 
+def _seconds(text: str) -> float:
+    """540, 90s, 9m, 1.5h -> seconds; argparse turns the ValueError into one usage line."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    text = text.strip().lower()
+    scale = units.get(text[-1:])
+    value = float(text[:-1] if scale else text)
+    if value < 0 or value != value:
+        raise ValueError(f"a budget is a time >= 0, not {text!r}")
+    return value * (scale or 1.0)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from polyperf.common.cpus import CpuSplitError, split_cpus
     from polyperf.runner import run
@@ -39,6 +50,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (CpuSplitError, ValueError) as exc:
         print(f"polyperf run: {exc}", file=sys.stderr)
         return 2
+    if args.continue_run is not None:  # refused in one line: another commit or machine, or no run there
+        from polyperf.record.run import Run
+        from polyperf.record.run_dir import resolve_run
+
+        try:
+            args.continue_run = resolve_run(args.continue_run)
+            Run.check_resumable(args.continue_run)
+        except (OSError, ValueError) as exc:
+            print(f"polyperf run --continue: {exc}", file=sys.stderr)
+            return 2
     if args.database_url:  # through the environment, not pytest's argv: a URL may hold a password
         os.environ["POLYPERF_DATABASE_URL"] = args.database_url
     outcome = run(
@@ -49,6 +70,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         pytest_args=[*_load_options(args), *(args.pytest_args or ())],
         report=not args.no_report,
         benchmark_table=args.benchmark_table,
+        budget_s=args.budget,
+        continue_run=args.continue_run,
     )
     print(f"\nrun directory: {outcome.run_dir}")
     if outcome.report:
@@ -180,6 +203,24 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
     p.add_argument("--no-report", action="store_true", help="skip writing the report (and the answers)")
+    p.add_argument(
+        "--budget",
+        type=_seconds,
+        default=None,
+        metavar="TIME",
+        help="the whole run's time, e.g. 540, 9m or 1h (default: smoke 0, quick 9m, full 1h). What the suites' first "
+        "batch leaves goes to more repeats of the entries still undecided, the likeliest to be decided first; an "
+        "entry left open says whether its data or the budget kept it so. 0: the first batch only",
+    )
+    p.add_argument(
+        "--continue",
+        dest="continue_run",
+        default=None,
+        metavar="RUN",
+        help="add repeats to an earlier run of this commit on this machine instead of starting again: its "
+        "sequences go on where they stopped (anytime-valid evidence: the error rate is spent once); suites it "
+        "measured are not run again",
+    )
     p.add_argument(
         "--benchmark-table",
         action="store_true",

@@ -19,6 +19,7 @@ import psutil
 
 from polyperf.common.cpus import cpu_label
 from polyperf.common.paths import log_part
+from polyperf.common.repeats import repeat_numbers
 from polyperf.errors import PolyperfError, ServerFailed
 from polyperf.load import DRIVERS, Bounds, LoadFailed, LocustOptions, OhaOptions, WrkOptions
 from polyperf.measure.count_parse import IoCounts
@@ -143,10 +144,11 @@ class LoadEnv:
         new block every target is restarted and warmed up unrecorded (`warm_up(target)`, else 0.3 s of oha GET);
         rows carry the process's number as `server_process`."""
         chosen = list(targets or self.fleet.targets)
-        block = math.ceil(repeats / max(1, min(processes, repeats))) if repeats else 1
+        numbers = repeat_numbers(repeats)  # a top-up's own repeat numbers (`common.repeats`)
+        block = math.ceil(len(numbers) / max(1, min(processes, len(numbers)))) if numbers else 1
         try:
-            for repeat in range(repeats):
-                if repeat and repeat % block == 0:
+            for index, repeat in enumerate(numbers):
+                if index and index % block == 0:
                     self._restart(chosen, warm_up)
                 for slot, target in enumerate(self.order(chosen)):
                     if target.key in self.fleet.servers:

@@ -30,6 +30,7 @@ from typing import Any
 
 from polyperf.common import procs
 from polyperf.common.logs import log_tail
+from polyperf.common.repeats import repeat_numbers
 from polyperf.errors import PolyperfError
 
 __all__ = ["Job", "Plan", "Sample", "Side", "run_job", "run_workers"]
@@ -157,7 +158,7 @@ def run_workers(sides: Sequence[Side], plan: Plan, *, log_path: Path) -> list[Sa
     samples: list[Sample] = []
     iterations: dict[str, int] | None = None
     with tempfile.TemporaryDirectory(prefix="polyperf-workers-") as tmp:
-        for process in range(plan.processes):
+        for process in repeat_numbers(plan.processes):  # a top-up's own repeat numbers (`common.repeats`)
             job = Job(tuple(sides), process, plan, iterations)
             iterations, got = _spawn_one(job, Path(tmp), log_path)
             samples.extend(got)

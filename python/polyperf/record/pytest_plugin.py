@@ -25,6 +25,7 @@ from polyperf.common import steps
 from polyperf.common.cpus import split_cpus
 from polyperf.common.paths import suite_of
 from polyperf.common.profiles import PROFILES, Profile, get_profile
+from polyperf.common.repeats import top_up
 from polyperf.record.env import owned_elsewhere, suite_seconds
 from polyperf.record.recorder import Recorder
 from polyperf.record.run import Run
@@ -191,6 +192,9 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
     if config is None or _RUN_DIR not in config.stash:
         return
     order = config.stash.get(_ORDER, [nodeid])
+    writer = config.stash.get(_WRITER, None)
+    if writer is not None:
+        writer.producer = nodeid  # rows written from now on belong to this test (`producers.json`)
     index = order.index(nodeid) if nodeid in order else 0
     _run(config).write_progress({"nodeid": nodeid, "index": index, "total": len(order), "pending": order[index:]})
 
@@ -211,6 +215,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exitstatus != pytest.ExitCode.INTERRUPTED and _SIGNAL not in config.stash:
         # the next run's estimate of what remains (setup + call + teardown of each test)
         durations = config.stash.get(_DURATIONS, {})
+        writer = config.stash.get(_WRITER, None)
+        if writer is not None and writer.produced:
+            run.write_producers(writer.produced)
+        if top_up() is not None:  # a top-up's time is the runner's to record, beside the suites' first batches
+            return
         run.write_durations(durations)
         # a directory someone gave without a run record (neither made by a `Run` nor holding env.json) gets none
         if config.stash.get(_OWNS_RUN, False) or owned_elsewhere(run_dir) or (run_dir / ENV).exists():

@@ -29,6 +29,7 @@ from polyperf.record.run_dir import (
     ENV,
     JSONL,
     OWNER,
+    PRODUCERS,
     PROGRESS,
     RowWriter,
     finalize_run,
@@ -79,6 +80,32 @@ class Run:
         (run_dir / JSONL).touch()
         return cls(run_dir)
 
+    @classmethod
+    def resume(cls, run_dir: str | os.PathLike[str]) -> Run:
+        """An earlier run, owned again by this process to add repeats to it (`polyperf run --continue`): refused in
+        one line when it is being written by a live process, or was made on another commit or machine."""
+        run_dir = cls.check_resumable(run_dir)
+        write_text_atomic(run_dir / OWNER, f"{os.getpid()}\n")
+        log_line(run_dir, f"continued by process {os.getpid()}")
+        return cls(run_dir, created=True)
+
+    @staticmethod
+    def check_resumable(run_dir: str | os.PathLike[str]) -> Path:
+        """The run folder, if `resume` may take it; else ValueError saying why in one line."""
+        run_dir = Path(run_dir).resolve()
+        if not (run_dir / ENV).exists():
+            raise ValueError(f"{run_dir} is not a run folder (no {ENV})")
+        if owned_elsewhere(run_dir):
+            raise ValueError(f"{run_dir} is being written by another process ({OWNER})")
+        here, there = collect_env(), read_env(run_dir).as_json()
+        for key in ("git_commit", "cpu_model", "cpu_count", "kernel"):
+            if here.get(key) != there.get(key):
+                raise ValueError(
+                    f"{run_dir.name} was made with {key} = {there.get(key)!r}, this machine and checkout have "
+                    f"{here.get(key)!r}: a run continues only on the same commit and machine"
+                )
+        return run_dir
+
     # --- rows -------------------------------------------------------------------------------------------------
     @property
     def writer(self) -> RowWriter:
@@ -122,6 +149,16 @@ class Run:
             earlier = {}
         merged = {**(earlier if isinstance(earlier, dict) else {}), **durations}
         write_text_atomic(self.run_dir / DURATIONS, json.dumps(merged, indent=0))
+
+    def write_producers(self, produced: Mapping[str, Mapping[str, set]]) -> None:
+        """`producers.json`: for each test, the series (suite, case, implementation, variant, metric) it wrote and
+        its repeats, merged with the run's earlier pytest sessions (a top-up adds repeats to a test's list)."""
+        merged = read_producers(self.run_dir)
+        for nodeid, seen in produced.items():
+            entry = merged.setdefault(nodeid, {"series": [], "repeats": []})
+            entry["series"] = sorted({*map(tuple, entry["series"]), *seen["series"]})
+            entry["repeats"] = sorted({*entry["repeats"], *seen["repeats"]})
+        write_text_atomic(self.run_dir / PRODUCERS, json.dumps(merged, indent=0))
 
     # --- stopping ---------------------------------------------------------------------------------------------
     def mark_interrupted(self, name: str) -> None:
@@ -194,3 +231,12 @@ class Run:
 
 def _stop_like_ctrl_c(_signum: int) -> None:
     raise KeyboardInterrupt
+
+
+def read_producers(run_dir: Path) -> dict[str, dict[str, list]]:
+    """The run's `producers.json` ({} when absent or unreadable: a run made before top-ups, or none recorded)."""
+    try:
+        data = json.loads((Path(run_dir) / PRODUCERS).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

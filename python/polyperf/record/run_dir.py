@@ -50,6 +50,7 @@ ENV = "env.json"
 LATEST = "latest"
 LOG = "logs/polyperf.log"  # the harness's own messages about the run (unreadable lines, failed env.json updates)
 PROGRESS = "progress.json"  # the test under way, for `polyperf run`'s status line
+PRODUCERS = "producers.json"  # test node id -> the series it wrote and how many repeats (top-ups read it)
 DURATIONS = "durations.json"  # seconds per test, the next run's estimate
 OWNER = "owner.pid"  # the one process that writes env.json while the run is under way (the `Run` that made it)
 ENV_ADDITIONS = "env.additions.json"  # what other processes add to env.json; the owner merges it when it finishes
@@ -83,11 +84,18 @@ class RowWriter:
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
         self._path = self.run_dir / JSONL
+        # which test wrote which series, and its repeats: a top-up re-runs the tests behind an undecided entry
+        self.producer: str | None = None
+        self.produced: dict[str, dict[str, set]] = {}
 
     def write(self, rows: Iterable[Row]) -> None:
         with open_append(self._path) as fh:
             for row in rows:
                 fh.write(json.dumps(self._as_record(row), sort_keys=True, default=str) + "\n")
+                if self.producer is not None:
+                    seen = self.produced.setdefault(self.producer, {"series": set(), "repeats": set()})
+                    seen["series"].add((row.suite, row.case, row.implementation, row.variant, row.metric))
+                    seen["repeats"].add(int(row.repeat))
 
     def _as_record(self, row: Row) -> dict[str, Any]:
         return {

@@ -1,0 +1,38 @@
+"""Which repeats a suite measures. In a run's first batch, repeats 0 .. n-1. In a top-up (`polyperf run` adding
+repeats to the entries still undecided, `analyse.allocate`), the numbers the runner hands its pytest child in
+`POLYPERF_MORE` ("START:COUNT"): new repeat numbers after every one already in the run, so the added rows extend the
+same series. Read from the environment because a top-up's repeats also run in worker processes of their own."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["ENV", "repeat_numbers", "top_up"]
+
+ENV = "POLYPERF_MORE"
+
+
+def top_up() -> tuple[int, int] | None:
+    """(first new repeat, how many) in a top-up, else None. A malformed value is an error, never a silent batch."""
+    text = os.environ.get(ENV, "").strip()
+    if not text:
+        return None
+    try:
+        start, count = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise ValueError(f"{ENV} must be START:COUNT (whole numbers), not {text!r}") from None
+    if start < 0 or count < 1:
+        raise ValueError(f"{ENV} needs START >= 0 and COUNT >= 1, not {text!r}")
+    return start, count
+
+
+def repeat_numbers(first_batch: int) -> range:
+    """The repeats to measure of a series whose first batch has `first_batch` repeats. A top-up measures its own
+    numbers for every repeated series, and skips a series measured once (context for the report, never a verdict's
+    sample: one repeat decides nothing)."""
+    more = top_up()
+    if more is None:
+        return range(first_batch)
+    if first_batch <= 1:
+        return range(0)
+    return range(more[0], more[0] + more[1])

@@ -1,0 +1,149 @@
+"""The run's second phase: repeats added where the verdicts need them, while the budget lasts.
+
+After the suites' first batch, `polyperf run` judges the run, asks `analyse.allocate` which open entry one more
+batch of repeats is likeliest to decide for the fewest seconds, and runs again only the tests that wrote that
+entry's series (`producers.json`), in a pytest child of their own, with new repeat numbers (`common.repeats`): a
+fresh worker process or a restarted server per repeat, as in the first batch. Then it judges again, until nothing
+open can be decided within the budget left. Every entry's evidence is an e-process (`analyse.anytime`), so the
+added repeats extend the same sequences and the family's error rate is spent once.
+
+`polyperf run --continue RUN` does the same on a run made earlier on the same commit and machine: its sequences
+go on where they stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from polyperf.analyse.allocate import choose, declared, family_target, needs, open_of
+from polyperf.analyse.claims import Verdict, selected_rows
+from polyperf.common.repeats import ENV as MORE_ENV
+from polyperf.record.run import Run, read_producers
+from polyperf.record.run_dir import UnreadableLines, finalize_run, log_line
+
+__all__ = ["TopUps", "add_repeats", "claim_nodes"]
+
+RATE = 0.05  # the family's false discovery rate (`analyse.family`)
+FIRST_OVERHEAD_S = 12.0  # a batch's pytest start, fixtures and server starts, until the first batch measures it
+MAX_BATCHES = 60  # a bound on the loop whatever the estimates say
+
+
+@dataclass
+class TopUps:
+    """What the second phase did: its batches (entry, repeats, seconds, exit code) and why each open entry is open."""
+
+    budget_s: float
+    batches: list[dict[str, object]] = field(default_factory=list)
+    open: dict[str, str] = field(default_factory=dict)
+
+    def as_record(self) -> dict[str, object]:
+        return {"budget_s": round(self.budget_s, 1), "batches": self.batches, "open": self.open}
+
+
+def claim_nodes(table: pd.DataFrame, verdict: Verdict, producers: Mapping[str, Mapping[str, list]]) -> list[str]:
+    """The tests that wrote any series the entry selects, in the order they first ran."""
+    keys: set[tuple[str, ...]] = set()
+    for rows in selected_rows(table, verdict.claim):
+        cols = ["suite", "case", "implementation", "variant", "metric"]
+        keys |= {tuple(map(str, k)) for k in rows[cols].drop_duplicates().itertuples(index=False)}
+    return [node for node, seen in producers.items() if keys & {tuple(map(str, s)) for s in seen.get("series", [])}]
+
+
+def _cost_per_repeat(nodes: Sequence[str], producers: Mapping[str, Mapping[str, list]], durations: dict) -> float:
+    """Seconds one more repeat of these tests takes: each test's first-batch time over its repeats."""
+    total = 0.0
+    for node in nodes:
+        repeats = max(1, len(producers.get(node, {}).get("repeats", [])))
+        total += float(durations.get(node, 0.0)) / repeats
+    return max(total, 0.5)
+
+
+def _judge(run_dir: Path, judge: Callable[[pd.DataFrame], list[Verdict]]) -> tuple[pd.DataFrame, list[Verdict]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end of the run
+        table = finalize_run(run_dir)
+    return table, judge(table)
+
+
+def _durations(run_dir: Path) -> dict[str, float]:
+    import json
+
+    try:
+        data = json.loads((run_dir / "durations.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def add_repeats(
+    run: Run,
+    *,
+    deadline: float,
+    judge: Callable[[pd.DataFrame], list[Verdict]],
+    stream: Callable[[list[str], dict[str, str]], tuple[int, str | None]],
+    pytest_cmd: Callable[[Sequence[str]], list[str]],
+    quiet: bool = False,
+) -> TopUps:
+    """Batches of repeats until `deadline` (time.monotonic()) or nothing open can be decided; `stream(cmd, env)`
+    runs one pytest child (the runner's, with its signals and log), `pytest_cmd(nodes)` builds its command."""
+    run_dir = run.run_dir
+    done = TopUps(max(0.0, deadline - time.monotonic()))
+    overhead = FIRST_OVERHEAD_S
+    stuck: dict[str, str] = {}  # entries whose tests failed, or added no repeat, when run again: never chosen again
+    failures: dict[str, int] = {}
+    for _ in range(MAX_BATCHES):
+        table, verdicts = _judge(run_dir, judge)
+        producers, durations = read_producers(run_dir), _durations(run_dir)
+        tests, declared_parts = declared(verdicts)
+        open_needs = needs((open_of(v) for v in verdicts), family_target(tests, declared_parts, RATE))
+        by_id = {v.claim.id: v for v in verdicts}
+        nodes = {n.claim: claim_nodes(table, by_id[n.claim], producers) for n in open_needs}
+        costs = {c: _cost_per_repeat(ns, producers, durations) for c, ns in nodes.items() if ns and c not in stuck}
+        choice, done.open = choose(open_needs, costs, deadline - time.monotonic(), overhead)
+        done.open.update({claim: why for claim, why in stuck.items() if claim in done.open})
+        if choice is None:
+            break
+        claim, count = choice
+        start = int(pd.to_numeric(table["repeat"], errors="coerce").max()) + 1 if not table.empty else 0
+        why = next(n.why for n in open_needs if n.claim == claim)
+        left = deadline - time.monotonic()
+        line = f"adding {count} repeats to {claim} ({why}; ≈ {count * costs[claim] + overhead:.0f} s of {left:.0f} s)"
+        log_line(run_dir, f"top-up: {line}")
+        if not quiet:
+            print(f"\npolyperf: {line}", flush=True)
+        n_before = by_id[claim].measured.n if by_id[claim].measured else 0
+        began = time.monotonic()
+        code, interrupted = stream(pytest_cmd(nodes[claim]), {MORE_ENV: f"{start}:{count}"})
+        took = time.monotonic() - began
+        done.batches.append(
+            {"claim": claim, "repeats": count, "first_repeat": start, "seconds": round(took, 1), "exit_code": code}
+        )
+        if interrupted:
+            done.open[claim] = f"the run was interrupted ({interrupted}) while repeats were added"
+            break
+        if code == 0:
+            overhead = max(3.0, took - count * costs[claim])
+        after = next((v for v in _judge(run_dir, judge)[1] if v.claim.id == claim), None)
+        if after is None or after.measured is None or after.measured.n <= n_before:
+            stuck[claim] = f"its tests added no repeat when run again (pytest exit {code}; see logs/pytest.log)"
+        elif code != 0:
+            failures[claim] = failures.get(claim, 0) + 1
+            if failures[claim] >= 2:
+                stuck[claim] = "its tests failed twice when run again (see logs/pytest.log)"
+    if not quiet and done.batches:
+        spent = sum(float(b["seconds"]) for b in done.batches)  # type: ignore[arg-type]
+        print(f"polyperf: {len(done.batches)} batches of repeats in {spent:.0f} s", file=sys.stderr, flush=True)
+    return done
+
+
+def budget_left(started: float, budget_s: float | None) -> float:
+    """The deadline (time.monotonic()) of a run that started at `started` with `budget_s` (None: no top-ups)."""
+    return started + budget_s if budget_s is not None and math.isfinite(budget_s) else started
