@@ -23,14 +23,17 @@ def run_verdicts(table: pd.DataFrame) -> list[Verdict]:
     return [v for v in evaluate(table) if v.claim.suite in suites]
 
 
-def _line(row: VerdictRow) -> str:
+def _line(row: VerdictRow, still_open: Mapping[str, str]) -> str:
     """Never cut: a headline cut to the terminal's width is an answer lost (a terminal wraps it)."""
     measured = f"{row.measured} [{row.interval}]" if row.interval else row.measured
     text = f"  {_SHORT.get(row.verdict, row.verdict):<14} {row.id}: {row.verdict_text or row.verdict}"
     detail = f"  {'':<14} measured {measured}, n = {row.n}" if row.measured not in ("", "–") else ""
     if detail and row.family_interval:  # the interval the decision after the family's control agrees with
         detail += f"; {row.family_interval}"
-    return "\n".join(part for part in (text, detail) if part)
+    why = (
+        f"  {'':<14} still open: {still_open[row.id]}" if row.verdict == "inconclusive" and row.id in still_open else ""
+    )
+    return "\n".join(part for part in (text, detail, why) if part)
 
 
 def answers_text(
@@ -51,7 +54,14 @@ def answers_text(
     rows = [r for r in verdict_rows(verdicts) if new is None or r.suite in new]
     measured = [r for r in rows if r.verdict != "not measured"]
     missing = [r for r in rows if r.verdict == "not measured"]
-    lines = [head, *(_line(r) for r in measured)]
+    top_ups = (env or {}).get("top_ups") or {}
+    still_open = top_ups.get("open", {}) if isinstance(top_ups, Mapping) else {}
+    lines = [head, *(_line(r, still_open) for r in measured)]
+    if top_ups and isinstance(top_ups, Mapping) and top_ups.get("batches"):
+        batches = top_ups["batches"]
+        spent = sum(float(b.get("seconds", 0)) for b in batches)
+        added = sum(int(b.get("repeats", 0)) for b in batches)
+        lines.append(f"  repeats added where undecided: {added} in {len(batches)} batches, {spent:.0f} s")
     if missing:
         lines.append("  not measured:")
         lines += [f"    {r.id}: {r.reason}" for r in missing]
