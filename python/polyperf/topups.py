@@ -13,7 +13,7 @@ go on where they stopped.
 
 from __future__ import annotations
 
-import math
+import json
 import sys
 import time
 import warnings
@@ -26,6 +26,7 @@ import pandas as pd
 from polyperf.analyse.allocate import choose, declared, family_target, needs, open_of
 from polyperf.analyse.claims import Verdict, selected_rows
 from polyperf.common.repeats import ENV as MORE_ENV
+from polyperf.common.repeats import PLAN_ENV
 from polyperf.record.run import Run, read_producers
 from polyperf.record.run_dir import UnreadableLines, finalize_run, log_line
 
@@ -74,8 +75,6 @@ def _judge(run_dir: Path, judge: Callable[[pd.DataFrame], list[Verdict]]) -> tup
 
 
 def _durations(run_dir: Path) -> dict[str, float]:
-    import json
-
     try:
         data = json.loads((run_dir / "durations.json").read_text())
     except (OSError, ValueError):
@@ -103,47 +102,60 @@ def add_repeats(
         table, verdicts = _judge(run_dir, judge)
         producers, durations = read_producers(run_dir), _durations(run_dir)
         tests, declared_parts = declared(verdicts)
-        open_needs = needs((open_of(v) for v in verdicts), family_target(tests, declared_parts, RATE))
+        entries = [entry for v in verdicts for entry in open_of(v)]
+        open_needs = needs(entries, family_target(tests, declared_parts, RATE))
         by_id = {v.claim.id: v for v in verdicts}
         nodes = {n.claim: claim_nodes(table, by_id[n.claim], producers) for n in open_needs}
         costs = {c: _cost_per_repeat(ns, producers, durations) for c, ns in nodes.items() if ns and c not in stuck}
-        choice, done.open = choose(open_needs, costs, deadline - time.monotonic(), overhead)
+        chosen, done.open = choose(open_needs, costs, deadline - time.monotonic(), overhead)
         done.open.update({claim: why for claim, why in stuck.items() if claim in done.open})
-        if choice is None:
+        if not chosen:
             break
-        claim, count = choice
         start = int(pd.to_numeric(table["repeat"], errors="coerce").max()) + 1 if not table.empty else 0
-        why = next(n.why for n in open_needs if n.claim == claim)
+        plan: dict[str, int] = {}
+        for claim, count in chosen:
+            for node in nodes[claim]:
+                plan[node] = max(plan.get(node, 0), count)
+        why = {n.claim: n.why for n in open_needs}
         left = deadline - time.monotonic()
-        line = f"adding {count} repeats to {claim} ({why}; ≈ {count * costs[claim] + overhead:.0f} s of {left:.0f} s)"
-        log_line(run_dir, f"top-up: {line}")
+        expected = sum(count * costs[claim] for claim, count in chosen) + overhead
+        for claim, count in chosen:
+            line = f"adding {count} repeats to {claim} ({why[claim]})"
+            log_line(run_dir, f"top-up: {line}")
+            if not quiet:
+                print(f"\npolyperf: {line}", flush=True)
         if not quiet:
-            print(f"\npolyperf: {line}", flush=True)
-        n_before = by_id[claim].measured.n if by_id[claim].measured else 0
+            print(f"polyperf: one batch of {len(plan)} tests, ≈ {expected:.0f} s of the {left:.0f} s left", flush=True)
+        n_before = {c: (by_id[c].measured.n if by_id[c].measured else 0) for c, _ in chosen}
         began = time.monotonic()
-        code, interrupted = stream(pytest_cmd(nodes[claim]), {MORE_ENV: f"{start}:{count}"})
+        env = {MORE_ENV: f"{start}:{max(plan.values())}", PLAN_ENV: json.dumps(plan)}
+        code, interrupted = stream(pytest_cmd(list(plan)), env)
         took = time.monotonic() - began
         done.batches.append(
-            {"claim": claim, "repeats": count, "first_repeat": start, "seconds": round(took, 1), "exit_code": code}
+            {
+                "claims": dict(chosen),
+                "tests": plan,
+                "first_repeat": start,
+                "seconds": round(took, 1),
+                "exit_code": code,
+            }
         )
         if interrupted:
-            done.open[claim] = f"the run was interrupted ({interrupted}) while repeats were added"
+            done.open.update({c: f"the run was interrupted ({interrupted}) while repeats were added" for c in plan})
             break
         if code == 0:
-            overhead = max(3.0, took - count * costs[claim])
-        after = next((v for v in _judge(run_dir, judge)[1] if v.claim.id == claim), None)
-        if after is None or after.measured is None or after.measured.n <= n_before:
-            stuck[claim] = f"its tests added no repeat when run again (pytest exit {code}; see logs/pytest.log)"
-        elif code != 0:
-            failures[claim] = failures.get(claim, 0) + 1
-            if failures[claim] >= 2:
-                stuck[claim] = "its tests failed twice when run again (see logs/pytest.log)"
+            overhead = max(3.0, took - (expected - overhead))
+        after = {v.claim.id: v for v in _judge(run_dir, judge)[1]}
+        for claim, _ in chosen:
+            v = after.get(claim)
+            if v is None or v.measured is None or v.measured.n <= n_before[claim]:
+                stuck[claim] = f"its tests added no repeat when run again (pytest exit {code}; see logs/pytest.log)"
+            elif code != 0:
+                failures[claim] = failures.get(claim, 0) + 1
+                if failures[claim] >= 2:
+                    stuck[claim] = "its tests failed twice when run again (see logs/pytest.log)"
     if not quiet and done.batches:
         spent = sum(float(b["seconds"]) for b in done.batches)  # type: ignore[arg-type]
-        print(f"polyperf: {len(done.batches)} batches of repeats in {spent:.0f} s", file=sys.stderr, flush=True)
+        added = sum(sum(b["claims"].values()) for b in done.batches)  # type: ignore[union-attr]
+        print(f"polyperf: {added} repeats in {len(done.batches)} batches, {spent:.0f} s", file=sys.stderr, flush=True)
     return done
-
-
-def budget_left(started: float, budget_s: float | None) -> float:
-    """The deadline (time.monotonic()) of a run that started at `started` with `budget_s` (None: no top-ups)."""
-    return started + budget_s if budget_s is not None and math.isfinite(budget_s) else started

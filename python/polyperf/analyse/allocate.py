@@ -46,6 +46,7 @@ class Open:
     bounds: Sequence[float]
     min_effect: float
     sequential: bool
+    priority: int = 0  # 0: the verdict (direction or band); 1: the size against the published figure
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Need:
     claim: str
     more: int | None
     why: str
+    priority: int = 0
 
 
 def family_target(tests: int, declared: int, rate: float) -> float:
@@ -62,7 +64,7 @@ def family_target(tests: int, declared: int, rate: float) -> float:
     return max(1.0, tests / (rate * (declared + 1)))
 
 
-def _bound_and_side(entry: Open) -> tuple[float, str] | None:
+def _bound_and_side(entry: Open) -> tuple[float, str, float] | None:
     """The bound the estimate must clear (moved out by min_effect, on the data's scale) and on which side."""
     z = sorted(v for v in entry.sample if math.isfinite(v))
     if not z or not entry.bounds:
@@ -74,7 +76,8 @@ def _bound_and_side(entry: Open) -> tuple[float, str] | None:
     nearest = min(scale, key=lambda b: abs(point - b))
     side = "above" if point > nearest else "below"
     step = math.log1p(entry.min_effect) if entry.log else abs(nearest) * entry.min_effect
-    return (nearest + step, side) if side == "above" else (nearest - step, side)
+    moved = nearest + step if side == "above" else nearest - step
+    return moved, side, math.exp(nearest) if entry.log else nearest
 
 
 def need_of(entry: Open, target: float) -> Need | None:
@@ -84,28 +87,36 @@ def need_of(entry: Open, target: float) -> Need | None:
     found = _bound_and_side(entry)
     if found is None:
         return None
-    bound, side = found
+    bound, side, rule_bound = found
     z = [v for v in entry.sample if math.isfinite(v)]
     beyond = sum(1 for v in z if (v > bound if side == "above" else v < bound))
     more = repeats_to_reach(beyond, len(z), 2 * target, limit=LIMIT)
     shown = math.exp(bound) if entry.log else bound
     where = f"{beyond} of {len(z)} repeats lie {side} {shown:.3g}"
     if more is None:
-        return Need(entry.claim, None, f"within the noise of {shown:.3g} ({where}): more than {LIMIT} repeats")
-    return Need(entry.claim, more, f"{where}: about {more} more repeats would decide it")
+        why = f"within the noise of {rule_bound:.3g} ({where}): would need more than {LIMIT} more repeats"
+        return Need(entry.claim, None, why, entry.priority)
+    return Need(entry.claim, more, f"{where}: about {more} more repeats would decide it", entry.priority)
 
 
 def needs(entries: Iterable[Open], target: float) -> list[Need]:
-    return [n for e in entries if (n := need_of(e, target)) is not None]
+    """One need per entry: its verdict's while that is open, else its size's."""
+    out: dict[str, Need] = {}
+    for entry in sorted(entries, key=lambda e: e.priority):
+        if entry.claim not in out and (need := need_of(entry, target)) is not None:
+            out[entry.claim] = need
+    return list(out.values())
 
 
 def choose(
     open_needs: Iterable[Need], cost_s: Mapping[str, float], remaining_s: float, overhead_s: float
-) -> tuple[tuple[str, int] | None, dict[str, str]]:
-    """(the entry to measure next and how many repeats, or None), and the reason each other open entry gets none.
-    `cost_s`: seconds per repeat of each entry that can be measured again (absent: it cannot)."""
+) -> tuple[list[tuple[str, int]], dict[str, str]]:
+    """The entries to measure in the next batch with their repeats, cheapest projected seconds first, as many as
+    fit the budget left together (one batch pays `overhead_s` once); and the reason each other open entry gets
+    none. `cost_s`: seconds per repeat of each entry that can be measured again (absent: it cannot). An entry of
+    `priority` 1 (a size, after its verdict is decided) comes after every entry of priority 0 that fits."""
     reasons: dict[str, str] = {}
-    candidates: list[tuple[float, str, int]] = []
+    candidates: list[tuple[int, float, str, int]] = []
     for need in open_needs:
         if need.claim not in cost_s:
             reasons[need.claim] = f"{need.why}; its tests cannot be run again in this run"
@@ -114,35 +125,38 @@ def choose(
             reasons[need.claim] = need.why
             continue
         batch = max(MIN_BATCH, need.more)
-        seconds = batch * cost_s[need.claim] + overhead_s
-        if seconds > remaining_s:
-            reasons[need.claim] = f"the budget: {need.why} (≈ {seconds:.0f} s; {max(remaining_s, 0):.0f} s were left)"
+        seconds = batch * cost_s[need.claim]
+        if seconds + overhead_s > remaining_s:
+            reasons[need.claim] = (
+                f"the budget: {need.why} (≈ {seconds + overhead_s:.0f} s; {max(remaining_s, 0):.0f} s were left)"
+            )
             continue
-        candidates.append((seconds, need.claim, batch))
-    if not candidates:
-        return None, reasons
-    _, claim, batch = min(candidates)
-    return (claim, batch), reasons
+        candidates.append((need.priority, seconds, need.claim, batch))
+    chosen: list[tuple[str, int]] = []
+    spent = overhead_s
+    for _, seconds, claim, batch in sorted(candidates):
+        if spent + seconds <= remaining_s and claim not in dict(chosen):
+            chosen.append((claim, batch))
+            spent += seconds
+    return chosen, reasons
 
 
-def open_of(verdict: Verdict) -> Open:
-    """What allocation reads of a verdict: open while its verdict (the direction, or the band) is inconclusive."""
+def open_of(verdict: Verdict) -> list[Open]:
+    """What allocation reads of a verdict: its verdict (the direction, or the band) while inconclusive, and its size
+    against the published figure while that is inconclusive (second in line)."""
     claim, m = verdict.claim, verdict.measured
     bounds: list[float] = []
     if (direction := direction_of(claim.rule)) is not None:
         bounds = [direction[0]]
     elif (band := band_of(claim.rule, claim.center)) is not None:
         bounds = list(band)
-    sequential = m is not None and m.evidence is not None and m.method.startswith(("median", "ratio"))
-    return Open(
-        claim.id,
-        verdict.verdict != "inconclusive",
-        verdict.sample,
-        claim.measure == "ratio" and claim.paired,
-        bounds,
-        claim.min_effect,
-        sequential and bool(verdict.sample),
-    )
+    sequential = m is not None and m.evidence is not None and bool(verdict.sample)
+    log = claim.measure == "ratio" and claim.paired
+    common = {"sample": verdict.sample, "log": log, "min_effect": claim.min_effect, "sequential": sequential}
+    out = [Open(claim.id, verdict.verdict != "inconclusive", bounds=bounds, **common)]
+    if verdict.size is not None and claim.size_band is not None:
+        out.append(Open(claim.id, verdict.size != "inconclusive", bounds=list(claim.size_band), priority=1, **common))
+    return out
 
 
 def declared(verdicts: Iterable[Verdict]) -> tuple[int, int]:

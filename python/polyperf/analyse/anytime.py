@@ -64,7 +64,7 @@ def log_evidence(k: float, n: int) -> float:
     if n <= 0:
         return 0.0
     a, b = k + 1.0, n - k + 1.0
-    upper = float(betainc(a, b, 1.0)) - float(betainc(a, b, 0.5))  # regularised integral over [1/2, 1]
+    upper = float(betainc(b, a, 0.5))  # the regularised integral over [1/2, 1]: 1 - I_1/2(a, b) = I_1/2(b, a)
     if upper <= 0.0:
         return -math.inf
     return (n + 1) * math.log(2.0) + float(betaln(a, b)) + math.log(upper)
@@ -144,7 +144,7 @@ def _sign_summary(z: np.ndarray, method: str, level: float, log: bool) -> Summar
         e_above, e_below = evidence_at(threshold)
         if math.isnan(e_above):
             return math.nan, math.nan
-        return min(0.5, 0.5 / e_above), min(0.5, 0.5 / e_below)
+        return tuple(min(0.5, 0.5 / e) if e > 0 else 0.5 for e in (e_above, e_below))  # type: ignore[return-value]
 
     low, high = _bounds(z, level)
     point = float(np.median(z))

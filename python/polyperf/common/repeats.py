@@ -1,15 +1,32 @@
 """Which repeats a suite measures. In a run's first batch, repeats 0 .. n-1. In a top-up (`polyperf run` adding
 repeats to the entries still undecided, `analyse.allocate`), the numbers the runner hands its pytest child in
 `POLYPERF_MORE` ("START:COUNT"): new repeat numbers after every one already in the run, so the added rows extend the
-same series. Read from the environment because a top-up's repeats also run in worker processes of their own."""
+same series; `POLYPERF_MORE_PLAN` (JSON, test node id -> COUNT) gives some tests of the batch a count of their own,
+read against the test pytest is running (`PYTEST_CURRENT_TEST`). Read from the environment because a top-up's
+repeats also run in worker processes of their own."""
 
 from __future__ import annotations
 
+import json
 import os
 
-__all__ = ["ENV", "repeat_numbers", "top_up"]
+__all__ = ["ENV", "PLAN_ENV", "repeat_numbers", "top_up"]
 
 ENV = "POLYPERF_MORE"
+PLAN_ENV = "POLYPERF_MORE_PLAN"
+
+
+def _planned(count: int) -> int:
+    """This test's own count in the batch's plan, else `count`."""
+    plan = os.environ.get(PLAN_ENV)
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    if not plan or not current:
+        return count
+    try:
+        mine = json.loads(plan).get(current)
+    except (ValueError, AttributeError):
+        raise ValueError(f"{PLAN_ENV} must be a JSON object of test ids and counts") from None
+    return int(mine) if isinstance(mine, int) and mine >= 1 else count
 
 
 def top_up() -> tuple[int, int] | None:
@@ -23,7 +40,7 @@ def top_up() -> tuple[int, int] | None:
         raise ValueError(f"{ENV} must be START:COUNT (whole numbers), not {text!r}") from None
     if start < 0 or count < 1:
         raise ValueError(f"{ENV} needs START >= 0 and COUNT >= 1, not {text!r}")
-    return start, count
+    return start, _planned(count)
 
 
 def repeat_numbers(first_batch: int) -> range:

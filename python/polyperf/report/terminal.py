@@ -60,7 +60,7 @@ def answers_text(
     if top_ups and isinstance(top_ups, Mapping) and top_ups.get("batches"):
         batches = top_ups["batches"]
         spent = sum(float(b.get("seconds", 0)) for b in batches)
-        added = sum(int(b.get("repeats", 0)) for b in batches)
+        added = sum(sum(b.get("claims", {}).values()) for b in batches)
         lines.append(f"  repeats added where undecided: {added} in {len(batches)} batches, {spent:.0f} s")
     if missing:
         lines.append("  not measured:")
