@@ -24,11 +24,22 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from polyperf.analyse.anytime import repeats_to_reach
+from polyperf.analyse.anytime import evidence, repeats_to_reach
 from polyperf.analyse.claims import Verdict
 from polyperf.analyse.judge import band_of, direction_of
 
-__all__ = ["MIN_BATCH", "Need", "Open", "choose", "declared", "family_target", "need_of", "needs", "open_of"]
+__all__ = [
+    "MIN_BATCH",
+    "Need",
+    "Open",
+    "choose",
+    "declared",
+    "family_target",
+    "first_batch_floor",
+    "need_of",
+    "needs",
+    "open_of",
+]
 
 MIN_BATCH = 2
 LIMIT = 400  # repeats past which an entry is called undecidable by this run's data
@@ -170,3 +181,11 @@ def declared(verdicts: Iterable[Verdict]) -> tuple[int, int]:
         if part.decided_by_interval and part.outcome != "inconclusive" and name in v.adjusted
     )
     return tests, done
+
+
+def first_batch_floor(n: int, tests: int, declared_parts: int, rate: float = 0.05) -> int | None:
+    """The fewest of a first batch's `n` repeats that must lie beyond a bound for the part to be declared at the
+    family's level, with `declared_parts` other parts of the `tests` declared (e-BH: e >= m / (rate (R + 1)));
+    None when not even all `n` do: that entry is decided only by the repeats a top-up adds."""
+    target = 2 * family_target(tests, declared_parts, rate)
+    return next((k for k in range(n + 1) if evidence(k, n) >= target), None)

@@ -59,6 +59,7 @@ METHOD_PAIRED = "median of paired ratios, sign e-process confidence sequence (an
 METHOD_UNPAIRED = "ratio of medians, each side's sign e-process confidence sequence (anytime-valid)"
 
 
+@lru_cache(maxsize=65536)
 def log_evidence(k: float, n: int) -> float:
     """log E_n of k repeats of n beyond the threshold (k may be fractional when projecting: see `repeats_to_reach`)."""
     if n <= 0:
