@@ -1,4 +1,4 @@
-"""The replayed calibration of `polyperf ab` (analyse/ab_replay.py, ab_calibrate.py): its bookkeeping on banks with
+"""The replayed calibration of `polyperf ab` (analyse/ab_replay.py, gate/calibrate.py): its bookkeeping on banks with
 known exact answers, its agreement with ab's own verdict table, and a short replay of the committed bank."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polyperf.ab_calibrate import gate_rule, load_bank, main
 from polyperf.analyse.ab import evaluate_pairs, overall
 from polyperf.analyse.ab_replay import Bank, GateRule, draw_blocks, replay, run_session, summarise
 from polyperf.analyse.sequential import median_sequence
+from polyperf.gate.calibrate import gate_rule, load_bank, main
 
 BANK = Path(__file__).parent / "data" / "ab_bank"
 RULE = GateRule(alpha=0.05, threshold=0.02, min_pairs=10, max_pairs=200, budget_s=170.0)
@@ -192,7 +192,7 @@ def test_a_folder_without_a_bank_is_refused_in_one_line(tmp_path, capsys):
     ],
 )
 def test_the_recorder_refuses_bad_settings_in_one_line(args, says, tmp_path, capsys):
-    from polyperf.ab_bank import main as record_main
+    from polyperf.gate.bank import main as record_main
 
     assert record_main(["micro", str(tmp_path / "new.csv"), *args]) == 2
     err = capsys.readouterr().err
@@ -201,7 +201,7 @@ def test_the_recorder_refuses_bad_settings_in_one_line(args, says, tmp_path, cap
 
 
 def test_the_recorder_never_appends_to_an_earlier_recording(tmp_path, capsys):
-    from polyperf.ab_bank import main as record_main
+    from polyperf.gate.bank import main as record_main
 
     earlier = tmp_path / "bank.csv"
     earlier.write_text("family\n")

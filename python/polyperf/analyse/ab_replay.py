@@ -1,6 +1,6 @@
 """Replayed gate sessions of `polyperf ab` on banked real A/A pairs: how often the gate alarms on no change, how
 often it catches an injected one, and how long it takes. Pure: a bank and a generator in, sessions and their
-summary out (no I/O, no clocks); `ab_calibrate` reads the bank and draws the figure.
+summary out (no I/O, no clocks); `gate.calibrate` reads the bank and draws the figure.
 
 A session replays `ab.run_ab`'s loop on pairs drawn from the bank: after each pair every series' interval is
 updated by ab's own sequence (`sequential.verdicts` at the family's Bonferroni level, `analyse.ab.overall`); it

@@ -49,7 +49,8 @@ def _env_pair(text: str) -> tuple[str, str]:
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
-    from polyperf.ab import ABOptions, run_ab
+    from polyperf.gate.options import ABOptions
+    from polyperf.gate.session import run_ab
 
     if not (math.isfinite(args.threshold) and args.threshold >= 0):
         print(f"polyperf ab: --threshold must be finite and >= 0, got {args.threshold}", file=sys.stderr)

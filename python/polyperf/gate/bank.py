@@ -1,14 +1,14 @@
 """Records A/A pairs exactly as `polyperf ab` measures them, for the gate's replayed calibration
-(`ab_calibrate`, `analyse.ab_replay`). It sits beside `ab`, whose measuring functions it calls: one revision on both
-sides, `ab._worker` for the microbenchmarks' fresh worker processes, `ServerSides.measure` for the servers' duet,
-ab's seeded AB/BA blocks.
+(`gate.calibrate`, `analyse.ab_replay`). It sits in the gate beside the session, whose measuring functions it
+calls: one revision on both sides, `gate.micro.run_worker` for the microbenchmarks' fresh worker processes,
+`ServerSides.measure` for the servers' duet, ab's seeded AB/BA blocks.
 
 One CSV line per gated series and repeat, written and flushed as each repeat ends (a stopped recording keeps every
 whole repeat): the family, the series, the repeat in time order, the order of the sides, A and B, and the wall time
 the repeat took (one pair of every series of the family; the unit a gate session spends its budget in).
 
-    python -m polyperf.ab_bank micro OUT.csv --minutes 20 [--revision HEAD] [--extension FOLDER]
-    python -m polyperf.ab_bank servers OUT.csv --minutes 75
+    python -m polyperf.gate.bank micro OUT.csv --minutes 20 [--revision HEAD] [--extension FOLDER]
+    python -m polyperf.gate.bank servers OUT.csv --minutes 75
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from polyperf.ab import _orders, _worker
 from polyperf.analyse.ab import GATED_METRICS
 from polyperf.build.revisions import Revision, RevisionError, prepare
-from polyperf.orchestrate.ab_servers import ServerSides, apps_of
+from polyperf.gate.micro import orders, run_worker
+from polyperf.gate.servers import ServerSides, apps_of
 from polyperf.record.env import collect_cpu, collect_os
 from polyperf.store.records import fingerprint
 
@@ -52,14 +52,14 @@ def _micro(rev: Revision, work: Path) -> Iterator[tuple[str, list[tuple[str, str
     suites = list(FAMILIES["micro"])
     log = work / "logs" / "workers.log"
     spec: dict[str, Any] = {"suites": suites, "inputs": str(work / "inputs"), "target_s": 0.1}
-    _worker(rev, {**spec, "make_inputs": True}, {}, log)
-    chosen = _worker(rev, spec, {}, log)  # untimed: fixes each case's number of calls, as ab does
+    run_worker(rev, {**spec, "make_inputs": True}, {}, log)
+    chosen = run_worker(rev, spec, {}, log)  # untimed: fixes each case's number of calls, as ab does
     spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
-    orders = _orders(int(time.time()))
+    sides_order = orders(int(time.time()))
     while True:
-        order, started, values = next(orders), time.monotonic(), {}
+        order, started, values = next(sides_order), time.monotonic(), {}
         for side in order:
-            values[side] = _worker(rev, spec, {}, log)
+            values[side] = run_worker(rev, spec, {}, log)
         wall = time.monotonic() - started
         pairs = [
             (suite, case, values["A"][suite][case]["cpu_seconds"], values["B"][suite][case]["cpu_seconds"])
@@ -73,10 +73,10 @@ def _servers(rev: Revision, work: Path) -> Iterator[tuple[str, list[tuple[str, s
     """Yields (order, [(suite, server, A, B)], wall seconds) per repeat, as `ab.run_ab` measures server suites:
     both sides started from the same binary."""
     revs = {"A": rev, "B": replace(rev)}
-    orders = _orders(int(time.time()))
+    sides_order = orders(int(time.time()))
     with ServerSides(list(FAMILIES["servers"]), revs, log_dir=work / "logs") as servers:
         for repeat in itertools.count():  # the caller stops
-            order, started = next(orders), time.monotonic()
+            order, started = next(sides_order), time.monotonic()
             try:
                 rows = servers.measure(repeat, order)
             except RevisionError as exc:  # ab's session would stop here; the bank notes it and goes on
@@ -129,7 +129,7 @@ def _refusal(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m polyperf.ab_bank", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m polyperf.gate.bank", description=__doc__)
     parser.add_argument("family", choices=sorted(FAMILIES))
     parser.add_argument("out", type=Path, help="the new CSV file")
     parser.add_argument("--minutes", type=float, required=True, help="record until this many minutes have passed")
@@ -138,13 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None, help="inputs and logs (default: a new temporary folder)")
     args = parser.parse_args(argv)
     if (why := _refusal(args)) is not None:
-        print(f"polyperf ab_bank: {why}", file=sys.stderr)
+        print(f"polyperf gate.bank: {why}", file=sys.stderr)
         return 2
     micro = args.family == "micro"
     try:
         rev = prepare(args.revision, extension=micro, apps=[] if micro else apps_of(FAMILIES["servers"]))
     except RevisionError as exc:
-        print(f"polyperf ab_bank: {exc}", file=sys.stderr)
+        print(f"polyperf gate.bank: {exc}", file=sys.stderr)
         return 2
     work = args.work or Path(tempfile.mkdtemp(prefix="polyperf-ab-bank-"))
     # the load average says how busy the machine was: the bank's noise is that state's noise

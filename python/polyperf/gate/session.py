@@ -1,151 +1,47 @@
 """`polyperf ab BASE HEAD`: two revisions measured in one session, repeat by repeat, until the A/B gate decides.
-It sits beside `runner` (a session that measures, records and judges), above the stages it uses.
+The gate's entry point (`run_ab`); it sits beside `runner` (a session that measures, records and judges), above
+the stages it uses. The gate's other files: `options` (what a session is asked), `micro` and `worker` (the
+microbenchmarks' sides), `servers` (the servers' duet), `sequences` (the stored pairs a rerun continues), `bank` and
+`calibrate` (real A/A pairs recorded and replayed); its pure analysis is `analyse.ab` and `analyse.ab_replay`.
 
 Each revision's code under test is built once (`build.revisions`, cached by its sources): the extension for the
 microbenchmark suites, the server binaries for the server suites. Every repeat then measures A and B, in an order
 drawn from a seeded generator in balanced blocks (AB BA or BA AB): drift of a shared machine hits both alike, and
-a pair is one repeat. For microbenchmarks a side is a fresh worker process (`ab_worker`) loading that revision's
+a pair is one repeat. For microbenchmarks a side is a fresh worker process (`gate.worker`) loading that revision's
 extension, A and B back to back; for servers each side is a fresh process of each server, A and B loaded at the
-same time (`ab_servers`: a duet, which the shared machine's drift cannot tell apart). After each pair the
+same time (`gate.servers`: a duet, which the shared machine's drift cannot tell apart). After each pair the
 confidence sequences (`analyse.sequential`) are updated; the session stops when every gated series is decided, when
 a regression is, when a series' pairs share no median ("inconsistent"), or when the budget runs out ("undecided
 within budget"). A session of the same revisions on the same machine continues the pairs stored by the sessions
-before it (`ab_store`): a rerun adds evidence, it does not draw a fresh alpha. The harness, the workloads and the
+before it (`gate.sequences`): a rerun adds evidence, it does not draw a fresh alpha. The harness, the workloads and the
 analysis are the current checkout's; only the code under test comes from each revision.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import random
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from polyperf.ab_store import StoredSequence
 from polyperf.analyse.ab import GATED_METRICS, evaluate_pairs, overall, to_markdown
-from polyperf.build.revisions import AB_CACHE, Revision, RevisionError, prepare
-from polyperf.common import procs
+from polyperf.build.revisions import Revision, prepare
 from polyperf.common.atomic import write_text_atomic
-from polyperf.orchestrate.ab_servers import SERVER_SUITES, ServerSides, apps_of
-from polyperf.orchestrate.ab_worker import CASES
+from polyperf.gate.micro import micro_rows, orders, run_worker
+from polyperf.gate.options import ABOptions, ABOutcome
+from polyperf.gate.sequences import StoredSequence
+from polyperf.gate.servers import ServerSides, apps_of
 from polyperf.record.env import write_env
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
 from polyperf.record.schema import Row
 from polyperf.store.records import fingerprint
 
-__all__ = ["AB_SUITES", "ABOptions", "ABOutcome", "run_ab"]
-
-MICRO_SUITES = tuple(CASES)
-AB_SUITES = (*MICRO_SUITES, *SERVER_SUITES)
-WORKER_TIMEOUT_S = 120.0  # one side of one repeat; a hung worker stops the session instead of stalling it
-# seconds of pairs by default: a microbenchmark suite decides a 10% change in about a minute, a server suite
-# (a fresh process of each server per side and repeat) in a few
-DEFAULT_BUDGET_S = {"micro": 170.0, "servers": 540.0}
-
-
-@dataclass(frozen=True)
-class ABOptions:
-    base: str
-    head: str
-    suites: Sequence[str] = ("io_buffering",)
-    # the band of "no change that matters": ±2%. The confidence sequence bounds false alarms whatever the band; a
-    # wider band only makes a real slowdown wait for a narrower interval (at ±3%, 5% slowdowns often ran out of time)
-    threshold: float = 0.02
-    alpha: float = 0.05
-    min_pairs: int = 10
-    max_pairs: int = 200
-    budget_s: float | None = None  # None: DEFAULT_BUDGET_S for the suites asked for
-    seed: int | None = None
-    target_s: float = 0.1  # seconds of timed calls per case and process
-    env_b: Mapping[str, str] = field(default_factory=dict)  # test-only: extra environment for B's processes
-    out: Path = Path("reports")
-    cache: Path = AB_CACHE
-
-    def check(self) -> None:
-        """Refuses settings that would switch the gate off or turn it around, in one line each."""
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"--alpha must lie in (0, 1), got {self.alpha}")
-        if not (self.threshold >= 0 and self.threshold < float("inf")):
-            raise ValueError(f"the threshold must be finite and >= 0, got {self.threshold}")
-        if not (self.budget > 0 and self.max_pairs >= 1):
-            raise ValueError("the budget and the pair limit must be positive")
-        unknown = [s for s in self.suites if s not in AB_SUITES]
-        if unknown or not self.suites:
-            raise ValueError(f"ab measures the suites {', '.join(AB_SUITES)}; got {', '.join(unknown) or 'none'}")
-
-    @property
-    def micro(self) -> list[str]:
-        return [s for s in self.suites if s in MICRO_SUITES]
-
-    @property
-    def servers(self) -> list[str]:
-        return [s for s in self.suites if s in SERVER_SUITES]
-
-    @property
-    def budget(self) -> float:
-        if self.budget_s is not None:
-            return self.budget_s
-        return DEFAULT_BUDGET_S["servers" if self.servers else "micro"]
-
-
-@dataclass(frozen=True)
-class ABOutcome:
-    run_dir: Path
-    table: pd.DataFrame
-    verdict: str  # "slower", "inconsistent", "decided", "undecided"
-    markdown: str
-    pairs: int  # measured by this session
-    elapsed_s: float
-    interrupted: bool = False
-    earlier_pairs: int = 0  # stored by earlier sessions of the same experiment, continued here
-
-
-def _worker(rev: Revision, spec: dict[str, Any], env_extra: Mapping[str, str], log: Path) -> dict[str, Any]:
-    """Runs one worker process (its own process group, stopped with this one) and returns its result."""
-    env = {**os.environ, **env_extra, "PYTHONHASHSEED": "0"}
-    result = log.with_name("worker-result.json")
-    result.unlink(missing_ok=True)
-    payload = json.dumps({**spec, "extension": str(rev.extension), "result": str(result)})
-    proc = procs.spawn([sys.executable, "-m", "polyperf.orchestrate.ab_worker", payload], log_path=log, env=env)
-    try:
-        code = proc.wait(timeout=WORKER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        code = procs.stop(proc, grace=2.0)
-    finally:
-        procs.stop(proc, grace=2.0)  # forgets it (already stopped in the usual case)
-    if code != 0 or not result.exists():
-        last = (log.read_text(encoding="utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
-        # e.g. an old revision whose extension lacks a measured function: this pair of revisions cannot be judged
-        raise RevisionError(f"the worker of {rev.name} ({rev.commit[:12]}) failed: {last} (see {log})")
-    return json.loads(result.read_text(encoding="utf-8"))
-
-
-def _orders(seed: int) -> Any:
-    """Balanced blocks: each block of two repeats holds AB and BA, in a random order."""
-    rng = random.Random(seed)
-    while True:
-        block = [("A", "B"), ("B", "A")]
-        rng.shuffle(block)
-        yield from block
-
-
-def _micro_rows(result: dict[str, Any], side: str, repeat: int, slot: int) -> list[Row]:
-    return [
-        Row(suite, case, "polyperf._native", side, metric, float(values[metric]), "s", repeat, {"slot": slot})
-        for suite, cases in result.items()
-        for case, values in cases.items()
-        for metric in ("cpu_seconds", "seconds")
-    ]
+__all__ = ["ABOptions", "ABOutcome", "run_ab"]
 
 
 def _header(options: ABOptions, revs: dict[str, Revision], seed: int, pairs: int, elapsed: float, stop: str) -> dict:
@@ -160,7 +56,7 @@ def _header(options: ABOptions, revs: dict[str, Revision], seed: int, pairs: int
 
 
 def _experiment(options: ABOptions, revs: dict[str, Revision], env: dict[str, Any]) -> dict[str, Any]:
-    """What a later session must share with this one to continue its sequence (`ab_store`)."""
+    """What a later session must share with this one to continue its sequence (`gate.sequences`)."""
     return {
         "base": revs["A"].commit,
         "head": revs["B"].commit,
@@ -213,8 +109,8 @@ def run_ab(options: ABOptions) -> ABOutcome:
     point_latest(run_dir)
     spec: dict[str, Any] = {"suites": options.micro, "inputs": str(inputs), "target_s": options.target_s}
     if options.micro:
-        _worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
-        chosen = _worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
+        run_worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
+        chosen = run_worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
         spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
     env = write_env(run_dir, ab={"sides": sides, "seed": seed})
     with StoredSequence.open(Path(options.out), _experiment(options, revs, env)) as stored:
@@ -276,10 +172,10 @@ def _pairs_until_decided(
     all pairs is no longer undecided, or the budget or pair limit is reached; returns this session's pairs (their
     repeats numbered on from the stored ones), why it stopped, the servers' conditions and the seconds taken."""
     options, revs, spec, run_dir = session.options, session.revs, session.spec, session.run_dir
-    log, writer, orders, offset = (
+    log, writer, sides_order, offset = (
         run_dir / "logs" / "workers.log",
         RowWriter(run_dir),
-        _orders(session.seed),
+        orders(session.seed),
         stored.offset,
     )
     frames: list[pd.DataFrame] = []
@@ -295,10 +191,10 @@ def _pairs_until_decided(
         started = time.monotonic()
         try:
             for repeat in range(options.max_pairs):
-                pair, order = [], next(orders)
+                pair, order = [], next(sides_order)
                 for slot, side in enumerate(order if options.micro else ()):
                     env = options.env_b if side == "B" else {}
-                    pair += _micro_rows(_worker(revs[side], spec, env, log), side, repeat, slot)
+                    pair += micro_rows(run_worker(revs[side], spec, env, log), side, repeat, slot)
                 if servers is not None:  # both sides at once, started in this repeat's order
                     pair += servers.measure(repeat, order)
                 writer.write(pair)  # whole pairs only: a pair cut short is no pair

@@ -1,8 +1,8 @@
-"""The gate's calibration from banked real A/A pairs (`ab_bank`): replays `polyperf ab` sessions with ab's own
-settings and sequence (`analyse.ab_replay`), prints the table and draws the power curve. It sits beside `ab`,
-whose defaults it reads, so the replay always judges with what the gate ships.
+"""The gate's calibration from banked real A/A pairs (`gate.bank`): replays `polyperf ab` sessions with ab's own
+settings and sequence (`analyse.ab_replay`), prints the table and draws the power curve. It sits in the gate beside
+the session, whose defaults it reads, so the replay always judges with what the gate ships.
 
-    python -m polyperf.ab_calibrate tests/data/ab_bank --sessions 1000 --figure docs/figures/ab_calibration.png
+    python -m polyperf.gate.calibrate tests/data/ab_bank --sessions 1000 --figure docs/figures/ab_calibration.png
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from polyperf.ab import DEFAULT_BUDGET_S, ABOptions
 from polyperf.analyse.ab_replay import Bank, GateRule, replay, summarise
 from polyperf.analyse.sequential import SLOWER
+from polyperf.gate.options import DEFAULT_BUDGET_S, ABOptions
 
 __all__ = ["CONDITIONS", "calibrate", "gate_rule", "load_bank", "main"]
 
 CONDITIONS = (1.0, 1.05, 1.10)  # A/A, and B slowed by 5% and by 10%
 CURVE = (1.02, 1.03, 1.04, 1.05, 1.075, 1.10, 1.15)  # the power curve's effects
-NEEDED = ("family", "suite", "series", "repeat", "a", "b", "repeat_wall_s")  # of a bank file (ab_bank.COLUMNS)
+NEEDED = ("family", "suite", "series", "repeat", "a", "b", "repeat_wall_s")  # of a bank file (gate.bank.COLUMNS)
 # what the test knob (POLYPERF_TEST_SLOWDOWN_PCT) slows in a live run: every case that parses, net/http's handler
 KNOB_SERIES = {
     "micro": ("io_buffering/parse_buffered", "io_buffering/parse_read_all", "io_buffering/parse_unbuffered"),
@@ -178,7 +178,7 @@ def figure(curve: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m polyperf.ab_calibrate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m polyperf.gate.calibrate", description=__doc__)
     parser.add_argument("bank", type=Path, nargs="+", help="bank files (*.csv.gz), or folders of them")
     parser.add_argument("--sessions", type=int, default=1000, help="sessions per condition (default 1000)")
     parser.add_argument("--curve-sessions", type=int, default=400, help="sessions per other effect (default 400)")
@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the table here (JSON)")
     args = parser.parse_args(argv)
     if args.sessions < 1 or args.curve_sessions < 1 or args.block < 1:
-        print("polyperf ab_calibrate: --sessions, --curve-sessions and --block must be >= 1", file=sys.stderr)
+        print("polyperf gate.calibrate: --sessions, --curve-sessions and --block must be >= 1", file=sys.stderr)
         return 2
     try:
         banks = load_bank(*args.bank)
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             banks, sessions=args.sessions, curve_sessions=args.curve_sessions, block=args.block, seed=args.seed
         )
     except (OSError, ValueError, KeyError) as exc:
-        print(f"polyperf ab_calibrate: {exc}", file=sys.stderr)
+        print(f"polyperf gate.calibrate: {exc}", file=sys.stderr)
         return 2
     print(to_markdown(table, args.block))
     for factor in CONDITIONS[1:]:
