@@ -34,7 +34,7 @@ from polyperf.common.paths import suite_of
 from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
 from polyperf.record.run import Run
-from polyperf.record.run_dir import UnreadableLines, finalize_run, load_env, log_line, unreadable_note
+from polyperf.record.run_dir import UnreadableLines, load_env, log_line, unreadable_note
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
@@ -189,18 +189,16 @@ def _combined(codes: Sequence[int]) -> int:
     return next((c for c in ran if c != 0), 0)
 
 
-def _answers(
-    run_dir: Path, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float
-) -> Path | None:
+def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float) -> Path | None:
     """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
     in the run's log: the README's "first answers after" figures come from there)."""
     from polyperf.report import write_report
     from polyperf.report.terminal import answers_text, run_verdicts
 
-    begun = time.monotonic()
+    run_dir, begun = run_.run_dir, time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end
-        table = finalize_run(run_dir)
+        table = run_.write_table()
         report_path = write_report(run_dir)
     log_line(
         run_dir,
@@ -263,7 +261,7 @@ def run(
                 break
             if report and not last:
                 done = names[: index + 1]
-                report_path = _answers(run_dir, done, len(names), final=False, quiet=quiet, started=started)
+                report_path = _answers(run_, done, len(names), final=False, quiet=quiet, started=started)
     code = _combined(codes)
     if code == 0 and not interrupted and len(codes) == len(files):  # a failed or cut-short run is no estimate
         steps.record(key, time.monotonic() - started)
@@ -272,7 +270,7 @@ def run(
         print(f"polyperf: {unreadable_note(len(skipped))}", file=sys.stderr, flush=True)
     # a SIGHUP means the terminal is gone: keep what was measured and leave the report to `polyperf report`
     if report and interrupted != "SIGHUP":
-        report_path = _answers(run_dir, names[: len(codes)], len(names), final=True, quiet=quiet, started=started)
+        report_path = _answers(run_, names[: len(codes)], len(names), final=True, quiet=quiet, started=started)
     if not interrupted:
         _add_to_history(run_dir, quiet)
     return RunOutcome(run_dir, code, report_path, interrupted)

@@ -129,6 +129,8 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
         )
     attrs = table.attrs
     lines += ["", *_what_was_measured(table, header.get("servers") or {})]
+    if header.get("retries"):
+        lines.append(f"Retried: {header['retries']}.")
     earlier, restarted = header.get("earlier") or (0, False)
     if restarted:
         lines.append(

@@ -38,24 +38,46 @@ KNOB_SERIES = {
 BLOCK = 10
 
 
+def meta_path(bank_file: Path) -> Path:
+    """`NAME.meta.json` beside the bank file `NAME.csv.gz` (or `NAME.csv`): how, where and when it was recorded,
+    and its failed attempts."""
+    name = bank_file.name.removesuffix(".gz").removesuffix(".csv")
+    return bank_file.with_name(f"{name}.meta.json")
+
+
+def _failures(path: Path) -> pd.DataFrame:
+    """The failed attempts of one recording (before_repeat, seconds), from its meta file; none without one."""
+    meta = meta_path(path)
+    found = json.loads(meta.read_text(encoding="utf-8")).get("failures", []) if meta.exists() else []
+    frame = pd.DataFrame(found, columns=["before_repeat", "seconds"]) if found else pd.DataFrame()
+    return frame.reindex(columns=["before_repeat", "seconds"])
+
+
 def load_bank(*places: Path) -> dict[str, Bank]:
     """The bank's families: the given bank files, and every `*.csv.gz` (or `*.csv`) file in the given folders, rows
-    grouped by their family (so one recording, or the recordings of one machine state, can be replayed alone)."""
+    grouped by their family (so one recording, or the recordings of one machine state, can be replayed alone), with
+    the failed attempts each recording's meta file places between its repeats."""
     files: list[Path] = []
     for place in places:
         found = sorted([*place.glob("*.csv.gz"), *place.glob("*.csv")]) if place.is_dir() else [place]
         if not found:
             raise FileNotFoundError(f"no bank files (*.csv.gz) in {place}")
         files += found
-    frames, offset = [], 0
+    frames, failures, offset = [], [], 0
     for path in files:  # each file is one recording, its repeats numbered from 0: they follow one another
         rows = pd.read_csv(path)
         if missing := [c for c in NEEDED if c not in rows.columns]:
             raise ValueError(f"{path} is not a bank file: it lacks the columns {', '.join(missing)}")
         frames.append(rows.assign(repeat=rows["repeat"] + offset))
+        family = rows["family"].iloc[0] if len(rows) else ""
+        failed = _failures(path)
+        failures.append(failed.assign(family=family, before_repeat=failed["before_repeat"] + offset))
         offset += int(rows["repeat"].max()) + 1 if len(rows) else 0
-    frame = pd.concat(frames, ignore_index=True)
-    return {family: Bank.from_frame(rows) for family, rows in frame.groupby("family", sort=True)}
+    frame, failed = pd.concat(frames, ignore_index=True), pd.concat(failures, ignore_index=True)
+    return {
+        family: Bank.from_frame(rows, failed[failed["family"] == family])
+        for family, rows in frame.groupby("family", sort=True)
+    }
 
 
 def gate_rule(family: str) -> GateRule:
@@ -67,6 +89,7 @@ def gate_rule(family: str) -> GateRule:
         min_pairs=defaults["min_pairs"],
         max_pairs=defaults["max_pairs"],
         budget_s=DEFAULT_BUDGET_S[family],
+        retry_limit=defaults["retry_limit"],
     )
 
 

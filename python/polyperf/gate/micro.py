@@ -15,6 +15,7 @@ from typing import Any
 
 from polyperf.build.revisions import Revision, RevisionError
 from polyperf.common import procs
+from polyperf.orchestrate.retry import RepeatFailed
 from polyperf.record.schema import Row
 
 __all__ = ["WORKER_TIMEOUT_S", "micro_rows", "orders", "run_worker"]
@@ -32,7 +33,13 @@ def run_worker(rev: Revision, spec: dict[str, Any], env_extra: Mapping[str, str]
     try:
         code = proc.wait(timeout=WORKER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        code = procs.stop(proc, grace=2.0)
+        procs.stop(proc, grace=2.0)
+        # a machine too busy for one process is a failure of the moment: the session tries the repeat again
+        raise RepeatFailed(
+            f"the worker of {rev.name} ({rev.commit[:12]}) had not finished after {WORKER_TIMEOUT_S:.0f} s (see {log})",
+            kind="worker did not finish",
+            where=f"worker of {rev.name}",
+        ) from None
     finally:
         procs.stop(proc, grace=2.0)  # forgets it (already stopped in the usual case)
     if code != 0 or not result.exists():

@@ -13,6 +13,7 @@ import pandas as pd
 from polyperf.build.revisions import AB_CACHE
 from polyperf.gate.servers import SERVER_SUITES
 from polyperf.gate.worker import CASES
+from polyperf.orchestrate.retry import GATE_LIMIT
 
 __all__ = ["AB_SUITES", "DEFAULT_BUDGET_S", "MICRO_SUITES", "ABOptions", "ABOutcome"]
 
@@ -40,6 +41,7 @@ class ABOptions:
     env_b: Mapping[str, str] = field(default_factory=dict)  # test-only: extra environment for B's processes
     out: Path = Path("reports")
     cache: Path = AB_CACHE
+    retry_limit: int = GATE_LIMIT  # the same failure this many times in a row ends the session (orchestrate.retry)
 
     def check(self) -> None:
         """Refuses settings that would switch the gate off or turn it around, in one line each."""
@@ -47,8 +49,8 @@ class ABOptions:
             raise ValueError(f"--alpha must lie in (0, 1), got {self.alpha}")
         if not (self.threshold >= 0 and self.threshold < float("inf")):
             raise ValueError(f"the threshold must be finite and >= 0, got {self.threshold}")
-        if not (self.budget > 0 and self.max_pairs >= 1):
-            raise ValueError("the budget and the pair limit must be positive")
+        if not (self.budget > 0 and self.max_pairs >= 1 and self.retry_limit >= 1):
+            raise ValueError("the budget, the pair limit and the retry limit must be positive")
         unknown = [s for s in self.suites if s not in AB_SUITES]
         if unknown or not self.suites:
             raise ValueError(f"ab measures the suites {', '.join(AB_SUITES)}; got {', '.join(unknown) or 'none'}")
@@ -78,3 +80,4 @@ class ABOutcome:
     elapsed_s: float
     interrupted: bool = False
     earlier_pairs: int = 0  # stored by earlier sessions of the same experiment, continued here
+    retries: int = 0  # failed repeats tried again (each also in env.json's `ab.retries`)

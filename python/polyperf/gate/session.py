@@ -20,6 +20,7 @@ analysis are the current checkout's; only the code under test comes from each re
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import shutil
 import time
@@ -36,8 +37,9 @@ from polyperf.gate.micro import micro_rows, orders, run_worker
 from polyperf.gate.options import ABOptions, ABOutcome
 from polyperf.gate.sequences import StoredSequence
 from polyperf.gate.servers import ServerSides, apps_of
-from polyperf.record.env import write_env
-from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
+from polyperf.orchestrate.retry import Retries, RetriesExhausted
+from polyperf.record.run import Run
+from polyperf.record.run_dir import load_env
 from polyperf.record.schema import Row
 from polyperf.store.records import fingerprint
 
@@ -90,7 +92,8 @@ def _summary(verdict: str, table: pd.DataFrame, threshold: float) -> str:
 
 
 def run_ab(options: ABOptions) -> ABOutcome:
-    """Builds both revisions (cached), measures them pair by pair into a new run folder, and judges."""
+    """Builds both revisions (cached), measures them pair by pair into a new run folder (a `Run`: it makes the
+    folder, writes env.json, points `latest` and finishes the table), and judges."""
     options.check()
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     apps = apps_of(options.servers)
@@ -98,43 +101,57 @@ def run_ab(options: ABOptions) -> ABOutcome:
         side: prepare(name, extension=bool(options.micro), apps=apps, cache=options.cache)
         for side, name in (("A", options.base), ("B", options.head))
     }
-    run_dir = new_run_dir(Path(options.out).resolve())
-    inputs, log = run_dir / "inputs", run_dir / "logs" / "workers.log"
     sides = {
         side: {"name": r.name, "commit": r.commit, "extension": str(r.extension or ""), **{
             f"binary_{app}": str(path) for app, path in r.binaries.items()}}
         for side, r in revs.items()
     }  # fmt: skip
-    write_env(run_dir, profile="ab", suites=list(options.suites), ab={"sides": sides, "seed": seed})
-    point_latest(run_dir)
-    spec: dict[str, Any] = {"suites": options.micro, "inputs": str(inputs), "target_s": options.target_s}
-    if options.micro:
-        run_worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
-        chosen = run_worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls for every process
-        spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
-    env = write_env(run_dir, ab={"sides": sides, "seed": seed})
-    with StoredSequence.open(Path(options.out), _experiment(options, revs, env)) as stored:
-        judge = _judge(options, stored)
-        restarted = stored.set_aside is not None
-        session = _Session(options, revs, spec, run_dir, seed, {"sides": sides, "seed": seed})
-        frames, stop, conditions, elapsed = _pairs_until_decided(session, stored, judge)
+    record = {"sides": sides, "seed": seed}
+    out = Path(options.out).resolve()
+    with Run.create(out, latest=True, profile="ab", suites=list(options.suites), ab=record) as run:
+        inputs, log = run.run_dir / "inputs", run.run_dir / "logs" / "workers.log"
+        spec: dict[str, Any] = {"suites": options.micro, "inputs": str(inputs), "target_s": options.target_s}
+        if options.micro:
+            run_worker(revs["B"], {**spec, "make_inputs": True}, {}, log)
+            chosen = run_worker(revs["B"], spec, {}, log)  # untimed: fixes each case's number of calls
+            spec["calls"] = {f"{s}/{c}": v["calls"] for s, cases in chosen.items() for c, v in cases.items()}
+        with StoredSequence.open(Path(options.out), _experiment(options, revs, load_env(run.run_dir))) as stored:
+            judge = _judge(options, stored)
+            restarted = stored.set_aside is not None
+            session = _Session(options, revs, spec, run, seed, record, Retries(limit=options.retry_limit))
+            frames, stop, conditions, elapsed = _pairs_until_decided(session, stored, judge)
+        outcome = _finish(session, stored, judge, frames, (stop, conditions, elapsed, restarted))
+        shutil.rmtree(inputs, ignore_errors=True)  # made again by every session; the rows are what is kept
+    if session.failed is not None:  # the same failure came again and again: no verdict, the pairs kept
+        raise session.failed
+    return outcome
+
+
+def _finish(session: _Session, stored: StoredSequence, judge: Any, frames: list[pd.DataFrame], how: tuple) -> ABOutcome:
+    """Judges the pairs, writes ab.md and ab.json, records the session in env.json and finishes the run."""
+    options, run, retries = session.options, session.run, session.retries
+    stop, conditions, elapsed, restarted = how
     pairs = len(frames)
     table = judge(frames)
     verdict = overall(table) if len(table) else "undecided"
-    header = _header(options, revs, seed, pairs, elapsed, stop)
+    header = _header(options, session.revs, session.seed, pairs, elapsed, stop)
     header["summary"] = _summary(verdict, table, options.threshold)
     header["servers"] = conditions
     header["earlier"] = (stored.offset, restarted)
+    header["retries"] = retries.said()
     markdown = to_markdown(table, header)
-    write_text_atomic(run_dir / "ab.md", markdown)  # never through a link planted in the run folder
-    write_text_atomic(run_dir / "ab.json", table.to_json(orient="records", indent=1))
-    done = {"pairs": pairs, "elapsed_s": elapsed, "verdict": verdict, "stopped": stop}
+    write_text_atomic(run.run_dir / "ab.md", markdown)  # never through a link planted in the run folder
+    write_text_atomic(run.run_dir / "ab.json", table.to_json(orient="records", indent=1))
+    done = {"pairs": pairs, "elapsed_s": elapsed, "verdict": verdict, "stopped": stop, "retries": retries.record()}
     sequence = {"file": str(stored.path), "earlier_pairs": stored.offset, "set_aside": str(stored.set_aside or "")}
-    write_env(run_dir, ab={"sides": sides, "seed": seed, **({"servers": conditions} if conditions else {}), **done,
-                           "sequence": sequence})  # fmt: skip
-    finalize_run(run_dir)
-    shutil.rmtree(inputs, ignore_errors=True)  # made again by every session; the rows are what is kept
-    return ABOutcome(run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted", stored.offset)
+    run.update_env(ab={**session.record, **({"servers": conditions} if conditions else {}), **done,
+                       "sequence": sequence})  # fmt: skip
+    if stop == "interrupted":
+        run.mark_interrupted("SIGINT")  # a SIGTERM or SIGHUP was recorded as itself already
+    run.finish()
+    return ABOutcome(
+        run.run_dir, table, verdict, markdown, pairs, elapsed, stop == "interrupted", stored.offset, retries.count
+    )
 
 
 def _judge(options: ABOptions, stored: StoredSequence) -> Any:
@@ -152,53 +169,63 @@ def _judge(options: ABOptions, stored: StoredSequence) -> Any:
     return judge
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Session:
-    """What the loop of one session needs: its settings, revisions, the workers' spec, its run folder and seed, and
-    the `ab` record of env.json so far."""
+    """What the loop of one session needs: its settings, revisions, the workers' spec, its run and seed, the `ab`
+    record of env.json so far, and its retries (`failed`: the failure that ended it, if one did)."""
 
     options: ABOptions
     revs: dict[str, Revision]
     spec: dict[str, Any]
-    run_dir: Path
+    run: Run
     seed: int
     record: dict[str, Any]
+    retries: Retries
+    failed: RetriesExhausted | None = None
+
+    def measure(self, repeat: int, order: tuple[str, str], servers: ServerSides | None) -> list[Row]:
+        """One pair: the microbenchmarks' two worker processes in `order`, then the servers' duet."""
+        log, pair = self.run.run_dir / "logs" / "workers.log", []
+        for slot, side in enumerate(order if self.options.micro else ()):
+            env = self.options.env_b if side == "B" else {}
+            pair += micro_rows(run_worker(self.revs[side], self.spec, env, log), side, repeat, slot)
+        if servers is not None:  # both sides at once, started in this repeat's order
+            pair += servers.measure(repeat, order)
+        return pair
 
 
 def _pairs_until_decided(
     session: _Session, stored: StoredSequence, judge: Any
 ) -> tuple[list[pd.DataFrame], str, dict[str, Any], float]:
     """Measures pair after pair (each written whole to the run and to the stored sequence) until the verdict over
-    all pairs is no longer undecided, or the budget or pair limit is reached; returns this session's pairs (their
-    repeats numbered on from the stored ones), why it stopped, the servers' conditions and the seconds taken."""
-    options, revs, spec, run_dir = session.options, session.revs, session.spec, session.run_dir
-    log, writer, sides_order, offset = (
-        run_dir / "logs" / "workers.log",
-        RowWriter(run_dir),
-        orders(session.seed),
-        stored.offset,
-    )
+    all pairs is no longer undecided, or the budget or pair limit is reached; a repeat that fails for a reason of
+    the moment is tried again (`orchestrate.retry`: its time is spent from the budget). Returns this session's pairs
+    (their repeats numbered on from the stored ones), why it stopped, the servers' conditions and the seconds."""
+    options, run = session.options, session.run
+    sides_order, offset = orders(session.seed), stored.offset
     frames: list[pd.DataFrame] = []
     stop, conditions = "budget", {}
     started = time.monotonic()
+
+    def in_budget() -> bool:
+        return time.monotonic() - started <= options.budget
+
     with contextlib.ExitStack() as stack:
         servers = None
         if options.servers:
-            servers = ServerSides(options.servers, revs, log_dir=run_dir / "logs", env_b=options.env_b)
+            servers = ServerSides(options.servers, session.revs, log_dir=run.run_dir / "logs", env_b=options.env_b)
             stack.enter_context(servers)
             conditions = servers.conditions
-            write_env(run_dir, ab={**session.record, "servers": conditions})
+            run.update_env(ab={**session.record, "servers": conditions})
         started = time.monotonic()
         try:
             for repeat in range(options.max_pairs):
-                pair, order = [], next(sides_order)
-                for slot, side in enumerate(order if options.micro else ()):
-                    env = options.env_b if side == "B" else {}
-                    pair += micro_rows(run_worker(revs[side], spec, env, log), side, repeat, slot)
-                if servers is not None:  # both sides at once, started in this repeat's order
-                    pair += servers.measure(repeat, order)
-                writer.write(pair)  # whole pairs only: a pair cut short is no pair
-                stored.add(run_dir.name, _stored_rows(pair, offset))
+                order = next(sides_order)
+                pair = session.retries.run(
+                    functools.partial(session.measure, repeat, order, servers), keep_trying=in_budget
+                )
+                run.writer.write(pair)  # whole pairs only: a pair cut short is no pair
+                stored.add(run.run_dir.name, _stored_rows(pair, offset))
                 frames.append(pd.DataFrame(_stored_rows(pair, offset)))
                 verdict = overall(judge(frames))
                 if offset + len(frames) >= options.min_pairs and verdict != "undecided":
@@ -206,10 +233,13 @@ def _pairs_until_decided(
                         verdict, "every series decided"
                     )
                     break
-                if time.monotonic() - started > options.budget:
+                if not in_budget():
                     break
             else:
                 stop = "pair limit"
         except KeyboardInterrupt:
             stop = "interrupted"  # the pairs measured so far are judged and kept
+        except RetriesExhausted as exc:
+            if not exc.out_of_budget:
+                stop, session.failed = f"a failure repeated: {exc}", exc
     return frames, stop, conditions, time.monotonic() - started
