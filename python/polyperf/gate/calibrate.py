@@ -21,6 +21,7 @@ import pandas as pd
 from polyperf.analyse.ab_replay import Bank, GateRule, replay, summarise
 from polyperf.analyse.sequential import SLOWER
 from polyperf.gate.options import DEFAULT_BUDGET_S, ABOptions
+from polyperf.orchestrate.retry import GATE_LIMIT
 
 __all__ = ["CONDITIONS", "calibrate", "gate_rule", "load_bank", "main"]
 
@@ -141,8 +142,8 @@ def to_markdown(table: pd.DataFrame, block: int) -> str:
     lines = [
         "| family | condition | sessions | regression decided (exit 1) | injected series caught "
         "| undecided in budget; inconsistent (exit 3) | pairs to the end (median; 90%) "
-        "| minutes to the end (median; 90%) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| minutes to the end (median; 90%) | a failure repeated: no verdict; sessions that retried |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         condition = "A/A" if r.factor == 1 else f"B × {r.factor:.2f}, {r.injected}"
@@ -150,9 +151,14 @@ def to_markdown(table: pd.DataFrame, block: int) -> str:
         caught = "—" if r.factor == 1 else f"{r.caught} ({_pct(r.caught_rate)}; 95% ≥ {_pct(r.caught_low)})"
         lines.append(
             f"| {r.family} | {condition} | {r.sessions} | {alarms} | {caught} | {r.undecided}; {r.inconsistent} "
-            f"| {r.pairs_median:g}; {r.pairs_p90:g} | {r.minutes_median:.1f}; {r.minutes_p90:.1f} |"
+            f"| {r.pairs_median:g}; {r.pairs_p90:g} | {r.minutes_median:.1f}; {r.minutes_p90:.1f} "
+            f"| {r.failed}; {r.retried} |"
         )
-    lines.append(f"\nBlocks of {block} consecutive repeats; exact (Clopper–Pearson) two-sided 95% bounds.")
+    lines.append(
+        f"\nBlocks of {block} consecutive repeats; exact (Clopper–Pearson) two-sided 95% bounds. Failed attempts stay "
+        f"where the bank recorded them and are retried under ab's rule (the same failure {GATE_LIMIT} times in a row "
+        "stops)."
+    )
     return "\n".join(lines) + "\n"
 
 
