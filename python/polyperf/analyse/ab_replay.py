@@ -2,7 +2,7 @@
 often it catches an injected one, and how long it takes. Pure: a bank and a generator in, sessions and their
 summary out (no I/O, no clocks); `gate.calibrate` reads the bank and draws the figure.
 
-A session replays `ab.run_ab`'s loop on pairs drawn from the bank: after each pair every series' interval is
+A session replays `gate.session.run_ab`'s loop on pairs drawn from the bank: after each pair every series' interval is
 updated by ab's own sequence (`sequential.verdicts` at the family's Bonferroni level, `analyse.ab.overall`); it
 stops at the first pair, from `min_pairs` on, whose overall verdict is not "undecided" (a regression, a series
 inconsistent, or every series decided), or when the drawn pairs' own measured wall time passes the budget, or at the

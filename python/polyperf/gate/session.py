@@ -14,7 +14,8 @@ confidence sequences (`analyse.sequential`) are updated; the session stops when 
 a regression is, when a series' pairs share no median ("inconsistent"), or when the budget runs out ("undecided
 within budget"). A session of the same revisions on the same machine continues the pairs stored by the sessions
 before it (`gate.sequences`): a rerun adds evidence, it does not draw a fresh alpha. The harness, the workloads and the
-analysis are the current checkout's; only the code under test comes from each revision.
+analysis are the current checkout's; only the code under test comes from each revision. A repeat that fails for a
+reason of the moment is tried again (`orchestrate.retry`), and counted in ab.md and env.json.
 """
 
 from __future__ import annotations
