@@ -3,7 +3,7 @@
 nox -s tests            the CI test command (fast tests of the harness, extension and apps)
 nox -s bench            the main job: build, run every suite (quick profile), write the report
 nox -s bench -- --profile full io_buffering
-nox -s lint             ruff (check + format), import contracts, clippy + rustfmt, go vet + gofmt
+nox -s lint             ruff (check + format), import contracts, one run-folder owner, clippy + rustfmt, go vet + gofmt
 nox -s report -- RUN    re-render a run's report
 nox -s compare -- A B   what changed from run A to run B (--fail-on-regression PCT for CI)
 nox -s mutants          mutation testing of analyse/ and record/: `mutants: N% killed (K of M)`
@@ -135,6 +135,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", "python", "suites", "tests", "noxfile.py")
     session.install("-e", ".", "--no-deps")  # import-linter reads the installed package's imports
     session.run("lint-imports")
+    session.run("python", "tests/run_owner_check.py")  # one owner per run folder: names import-linter cannot see
     # rust_ext, the apps' workspace, and the 2019 scheduler crate that keeps its own lock file outside it
     for manifest, scope in (
         ("rust_ext/Cargo.toml", []),

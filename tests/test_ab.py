@@ -13,12 +13,13 @@ import pandas as pd
 import pytest
 
 import polyperf
-from polyperf import ab as ab_mod
-from polyperf.ab import ABOptions, run_ab
 from polyperf.analyse.ab import evaluate_pairs, overall, to_markdown
 from polyperf.build import revisions
 from polyperf.build.revisions import Revision, RevisionError
 from polyperf.cli import main
+from polyperf.gate import session as ab_mod
+from polyperf.gate.options import DEFAULT_BUDGET_S, ABOptions
+from polyperf.gate.session import run_ab
 
 INSTALLED = Path(polyperf.__file__).resolve().parents[1]  # python/, holding polyperf/_native<suffix>
 NATIVE = "polyperf._native"  # the microbenchmarks' rows name the extension as their implementation
@@ -156,7 +157,7 @@ def _options(tmp_path, **kw) -> ABOptions:
 
 def test_the_session_stops_as_soon_as_a_regression_is_decided(tmp_path, monkeypatch):
     monkeypatch.setattr(ab_mod, "prepare", _installed)
-    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.2))
+    monkeypatch.setattr(ab_mod, "run_worker", _fake_worker(1.2))
     outcome = run_ab(_options(tmp_path))
     assert outcome.verdict == "slower" and not outcome.interrupted
     assert outcome.pairs == 10  # one series at 5%: the first n at which the sequence has an interval
@@ -165,7 +166,7 @@ def test_the_session_stops_as_soon_as_a_regression_is_decided(tmp_path, monkeypa
 
 def test_an_interrupted_session_keeps_and_judges_its_whole_pairs(tmp_path, monkeypatch):
     monkeypatch.setattr(ab_mod, "prepare", _installed)
-    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.0, interrupt_after=2 + 2 * 5 + 1))
+    monkeypatch.setattr(ab_mod, "run_worker", _fake_worker(1.0, interrupt_after=2 + 2 * 5 + 1))
     outcome = run_ab(_options(tmp_path))
     assert outcome.interrupted and outcome.pairs == 5 and outcome.verdict == "undecided"
     rows = polyperf.load_run(outcome.run_dir)
@@ -182,12 +183,12 @@ def test_a_revision_whose_worker_fails_stops_the_session_in_one_line(tmp_path, m
 
 
 def test_server_suites_name_the_apps_whose_binaries_each_revision_needs():
-    from polyperf.orchestrate.ab_servers import apps_of
+    from polyperf.gate.servers import apps_of
 
     assert apps_of(["io_buffering", "http_frameworks"]) == ["gnet_devices", "axum_devices", "nethttp_devices",
                                                             "hyper_hello"]  # fmt: skip
     assert apps_of(["bson"]) == []
-    assert ABOptions("a", "b", suites=("http_frameworks",)).budget == ab_mod.DEFAULT_BUDGET_S["servers"]
+    assert ABOptions("a", "b", suites=("http_frameworks",)).budget == DEFAULT_BUDGET_S["servers"]
     assert ABOptions("a", "b", suites=("bson",), budget_s=30).budget == 30
 
 
@@ -210,7 +211,7 @@ def test_a_server_session_catches_a_slowdown_injected_into_b_only(tmp_path, monk
     """Both sides start the registry's release builds of net/http and hyper; B's servers get the test knob (twice
     the CPU per request in net/http's handler). Real servers, oha, pinning and cgroups."""
     from polyperf.build import build
-    from polyperf.orchestrate import ab_servers
+    from polyperf.gate import servers as ab_servers
     from polyperf.serve.suite_targets import HTTP_FRAMEWORKS
 
     chosen = tuple(t for t in HTTP_FRAMEWORKS if t.name == "nethttp_devices" or t.variant == "multi")
@@ -273,10 +274,10 @@ def test_a_rerun_continues_the_stored_sequence(tmp_path, monkeypatch):
     """Six pairs cannot decide (the sequence needs ten); the rerun of the same revisions on the same machine adds
     its pairs to those six and decides at ten in all, after four of its own. Another alpha is another experiment."""
     _pinned(monkeypatch)
-    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.2))
+    monkeypatch.setattr(ab_mod, "run_worker", _fake_worker(1.2))
     first = run_ab(_options(tmp_path, max_pairs=6))
     assert first.verdict == "undecided" and first.pairs == 6 and first.earlier_pairs == 0
-    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.2))
+    monkeypatch.setattr(ab_mod, "run_worker", _fake_worker(1.2))
     rerun = run_ab(_options(tmp_path))
     assert rerun.earlier_pairs == 6 and rerun.pairs == 4 and rerun.verdict == "slower"
     assert rerun.table["pairs"].tolist() == [10]
@@ -290,12 +291,12 @@ def test_a_rerun_continues_the_stored_sequence(tmp_path, monkeypatch):
 
 def test_an_inconsistent_stored_sequence_is_set_aside(tmp_path, monkeypatch):
     _pinned(monkeypatch)
-    monkeypatch.setattr(ab_mod, "_worker", _drifting_worker())
+    monkeypatch.setattr(ab_mod, "run_worker", _drifting_worker())
     first = run_ab(_options(tmp_path, max_pairs=80))
     assert first.verdict == "inconsistent" and "stopped: a series inconsistent" in first.markdown, first.markdown
     row = first.table.set_index("case").loc["parse_buffered"]
     assert row.verdict == "inconsistent" and 10 <= row.decided_at <= 15  # decided "no change" first, then emptied
-    monkeypatch.setattr(ab_mod, "_worker", _fake_worker(1.0))
+    monkeypatch.setattr(ab_mod, "run_worker", _fake_worker(1.0))
     rerun = run_ab(_options(tmp_path, max_pairs=3))
     assert rerun.earlier_pairs == 0 and "was inconsistent: it was set aside" in rerun.markdown
     assert len(list((tmp_path / "ab-sequences").glob("*.inconsistent-*.csv"))) == 1
@@ -311,7 +312,7 @@ def test_an_inconsistent_stored_sequence_is_set_aside(tmp_path, monkeypatch):
 )
 def test_what_ab_exits_on_inconsistent_and_undecided(tmp_path, monkeypatch, capsys, worker, flags, code, said):
     monkeypatch.setattr(ab_mod, "prepare", _installed)
-    monkeypatch.setattr(ab_mod, "_worker", worker())
+    monkeypatch.setattr(ab_mod, "run_worker", worker())
     max_pairs = ["--max-pairs", "80" if code == 3 else "5"]
     argv = ["ab", "HEAD", "HEAD", "--out", str(tmp_path), "--seed", "1", "--test-env-b", "X=1", *max_pairs, *flags]
     assert main(argv) == code
@@ -319,7 +320,7 @@ def test_what_ab_exits_on_inconsistent_and_undecided(tmp_path, monkeypatch, caps
 
 
 def test_a_sequence_held_by_another_session_is_refused_in_one_line(tmp_path):
-    from polyperf.ab_store import SequenceBusy, StoredSequence
+    from polyperf.gate.sequences import SequenceBusy, StoredSequence
 
     with StoredSequence.open(tmp_path, {"base": "a"}), pytest.raises(SequenceBusy, match="another ab session"):
         StoredSequence.open(tmp_path, {"base": "a"})

@@ -1,4 +1,4 @@
-"""The replayed calibration of `polyperf ab` (analyse/ab_replay.py, ab_calibrate.py): its bookkeeping on banks with
+"""The replayed calibration of `polyperf ab` (analyse/ab_replay.py, gate/calibrate.py): its bookkeeping on banks with
 known exact answers, its agreement with ab's own verdict table, and a short replay of the committed bank."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from polyperf.ab_calibrate import gate_rule, load_bank, main
 from polyperf.analyse.ab import evaluate_pairs, overall
 from polyperf.analyse.ab_replay import Bank, GateRule, draw_blocks, replay, run_session, summarise
 from polyperf.analyse.sequential import median_sequence
+from polyperf.gate.calibrate import gate_rule, load_bank, main
 
 BANK = Path(__file__).parent / "data" / "ab_bank"
 RULE = GateRule(alpha=0.05, threshold=0.02, min_pairs=10, max_pairs=200, budget_s=170.0)
@@ -192,7 +192,7 @@ def test_a_folder_without_a_bank_is_refused_in_one_line(tmp_path, capsys):
     ],
 )
 def test_the_recorder_refuses_bad_settings_in_one_line(args, says, tmp_path, capsys):
-    from polyperf.ab_bank import main as record_main
+    from polyperf.gate.bank import main as record_main
 
     assert record_main(["micro", str(tmp_path / "new.csv"), *args]) == 2
     err = capsys.readouterr().err
@@ -201,7 +201,7 @@ def test_the_recorder_refuses_bad_settings_in_one_line(args, says, tmp_path, cap
 
 
 def test_the_recorder_never_appends_to_an_earlier_recording(tmp_path, capsys):
-    from polyperf.ab_bank import main as record_main
+    from polyperf.gate.bank import main as record_main
 
     earlier = tmp_path / "bank.csv"
     earlier.write_text("family\n")
@@ -215,3 +215,52 @@ def test_a_file_that_is_no_bank_is_refused_in_one_line(tmp_path, capsys):
     assert main([str(tmp_path), "--sessions", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "lacks the columns series, repeat, a, b, repeat_wall_s" in err
+
+
+def test_failures_banked_before_a_repeat_are_met_in_place_and_retried():
+    frame = pd.DataFrame(
+        [
+            dict(family="f", suite="s", series="x", repeat=r, a=1.0, b=1.0 if r != 2 else -1.0, repeat_wall_s=1.0)
+            for r in range(5)
+        ]
+    )
+    failures = pd.DataFrame({"before_repeat": [1, 2, 2, 9], "seconds": [3.0, 1.0, 1.0, 5.0]})
+    bank = Bank.from_frame(frame, failures)
+    # repeat 2 is left out (B not positive): its two failures move to repeat 3; none follows the last repeat
+    assert bank.failed.tolist() == [0, 1, 2, 0] and bank.failed_s.tolist() == [0, 3, 2, 0]
+    rule = GateRule(alpha=0.05, threshold=0.02, min_pairs=50, max_pairs=10, budget_s=100.0, retry_limit=3)
+    rows = np.arange(4)
+    ran = run_session(bank, rows, rule)
+    assert ran.retries == 3 and ran.pairs == 4 and ran.seconds == pytest.approx(4 + 3 + 2)
+    stopped = run_session(bank, rows, replace_rule(rule, retry_limit=2))  # two in a row before repeat 3: stop
+    assert (stopped.verdict, stopped.stopped, stopped.pairs, stopped.retries) == ("failed", "failure repeated", 2, 2)
+    assert stopped.seconds == pytest.approx(2 + 3 + 2)
+    spent = run_session(bank, rows, replace_rule(rule, budget_s=3.5))  # the failures' time spends the budget
+    assert (spent.stopped, spent.pairs, spent.retries) == ("budget", 1, 0)
+    no_retry = run_session(bank, rows, replace_rule(rule, retry_limit=1))
+    assert (no_retry.verdict, no_retry.pairs) == ("failed", 1)
+    assert summarise([ran, stopped, no_retry])["failed"] == 2
+
+
+def replace_rule(rule: GateRule, **changes) -> GateRule:
+    import dataclasses
+
+    return dataclasses.replace(rule, **changes)
+
+
+@pytest.mark.skipif(not BANK.exists(), reason="no committed bank")
+def test_on_the_busy_bank_with_its_failures_in_place_server_sessions_end_in_a_verdict():
+    """The busy recording's 20 failed attempts stay where they happened (their meta file places them). Without
+    retries most sessions meet one and end in an error; with ab's rule at least 95% end in a verdict (docs/gate.md:
+    1,000 of 1,000 replayed sessions, at each condition)."""
+    bank = load_bank(BANK / "servers.csv.gz")["servers"]
+    assert int(bank.failed.sum()) == 20 and int(bank.failed.max()) == 9  # as the recorder logged them
+    rule = gate_rule("servers")
+    assert rule.retry_limit == 10
+    for factor, sessions in ((1.0, 300), (1.05, 200)):
+        runs = summarise(replay(bank, rule, factor=factor, sessions=sessions, block=10, rng=np.random.default_rng(7)))
+        assert runs["verdict_rate"] >= 0.95 and runs["retried"] > sessions / 3, runs
+        assert runs["alarms"] == 0 if factor == 1.0 else runs["caught"] >= 0.95 * sessions
+    without = replace_rule(rule, retry_limit=1)  # a session that stops on the first failure, as before
+    runs = summarise(replay(bank, without, factor=1.0, sessions=300, block=10, rng=np.random.default_rng(7)))
+    assert runs["verdict_rate"] <= 0.5 and runs["retries"] == 0, runs

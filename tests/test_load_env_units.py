@@ -187,12 +187,34 @@ def test_a_failing_server_is_dropped_and_a_failing_driver_noted(lab):
     lab.fail = LoadFailed("no JSON")
     assert env.wrk(fleet.targets[1], case="c", duration=1.0) is None
     assert env.locust(fleet.targets[1], case="d", duration=1.0, repeat=1) is None
+    gave_up = "(3 times in a row; the repeat was not retried again)"  # a driver failing each time: tried 3 times
     assert env.take_problems() == [
         "c a (oha, repeat 2): server died: exit 3",
-        "c b (wrk, repeat 0): no JSON",
-        "d b (locust, repeat 1): no JSON",
+        f"c b (wrk, repeat 0): no JSON {gave_up}",
+        f"d b (locust, repeat 1): no JSON {gave_up}",
     ]
     assert env.take_problems() == [] and fleet.dropped == [("a", "exit 3")]
+    assert len(lab.measure) == 1 + 3 + 3 and env.retries.count == 4  # the server's death is not retried
+
+
+def test_a_run_whose_driver_fails_once_is_tried_again_and_the_retry_noted(lab, monkeypatch):
+    writer = ListWriter()
+    fleet = FakeFleet(["a"])
+    env = _env(fleet, writer)
+    failures = iter([LoadFailed("oha still running 15s after start"), None])
+    real = load_suite.measure
+
+    def flaky(pid, run, **kwargs):
+        lab.fail = next(failures, None)
+        return real(pid, run, **kwargs)
+
+    monkeypatch.setattr(load_suite, "measure", flaky)
+    m = env.oha(fleet.targets[0], case="c", duration=1.0, repeat=4)
+    assert m is not None and len(lab.measure) == 2 and env.retries.count == 1
+    assert {r.repeat for r in writer.rows} == {4} and len({r.metric for r in writer.rows}) == len(writer.rows)
+    assert env.take_problems() == [
+        "c a (oha, repeat 4): 1 failed attempt retried (last: oha still running 15s after start)"
+    ]
 
 
 def test_a_budgeted_run_records_its_throttling_and_whether_the_budget_bound(lab):

@@ -34,7 +34,7 @@ from polyperf.common.paths import suite_of
 from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
 from polyperf.record.run import Run
-from polyperf.record.run_dir import UnreadableLines, finalize_run, load_env, log_line, unreadable_note
+from polyperf.record.run_dir import UnreadableLines, load_env, log_line, unreadable_note
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
@@ -189,18 +189,16 @@ def _combined(codes: Sequence[int]) -> int:
     return next((c for c in ran if c != 0), 0)
 
 
-def _answers(
-    run_dir: Path, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float
-) -> Path | None:
+def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float) -> Path | None:
     """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
     in the run's log: the README's "first answers after" figures come from there)."""
     from polyperf.report import write_report
     from polyperf.report.terminal import answers_text, run_verdicts
 
-    begun = time.monotonic()
+    run_dir, begun = run_.run_dir, time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end
-        table = finalize_run(run_dir)
+        table = run_.write_table()
         report_path = write_report(run_dir)
     log_line(
         run_dir,
@@ -242,7 +240,7 @@ def run(
     already: list[str] = []  # suites a continued run measured before: not run again
     if continue_run is not None:
         run_ = Run.resume(continue_run)
-        already = [n for n in names if n in _suites_with_rows(run_.run_dir)]
+        already = [n for n in names if n in _suites_with_rows(run_)]
         files = [f for f in files if suite_of(f) not in already]
         names = [*already, *(suite_of(f) for f in files)]
     else:
@@ -274,7 +272,7 @@ def run(
                 break
             if report and (not last or budget_s > 0):  # the first batch's answers, before any top-up
                 done = names[: len(already) + index + 1]
-                report_path = _answers(run_dir, done, len(names), final=False, quiet=quiet, started=started)
+                report_path = _answers(run_, done, len(names), final=False, quiet=quiet, started=started)
         if not interrupted and budget_s > 0 and time.monotonic() < started + budget_s:
             interrupted = _top_up(run_, started + budget_s, folder, echo, seed_env, [*common, *pytest_args], quiet)
     code = _combined(codes)
@@ -286,7 +284,7 @@ def run(
     # a SIGHUP means the terminal is gone: keep what was measured and leave the report to `polyperf report`
     if report and interrupted != "SIGHUP":
         done = names[: len(already) + len(codes)]
-        report_path = _answers(run_dir, done, len(names), final=True, quiet=quiet, started=started)
+        report_path = _answers(run_, done, len(names), final=True, quiet=quiet, started=started)
     if not interrupted:
         _add_to_history(run_dir, quiet)
     return RunOutcome(run_dir, code, report_path, interrupted)
@@ -311,11 +309,11 @@ def _top_up(
     return run_.interrupted
 
 
-def _suites_with_rows(run_dir: Path) -> list[str]:
+def _suites_with_rows(run_: Run) -> list[str]:
     """The suites a run holds rows of (read from its table, so a suite that ran but recorded nothing is run again)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)
-        table = finalize_run(run_dir)
+        table = run_.write_table()
     return sorted(set(table["suite"].dropna())) if "suite" in table else []
 
 

@@ -28,7 +28,7 @@ from polyperf.analyse.claims import Verdict, selected_rows
 from polyperf.common.repeats import ENV as MORE_ENV
 from polyperf.common.repeats import PLAN_ENV
 from polyperf.record.run import Run, read_producers
-from polyperf.record.run_dir import UnreadableLines, finalize_run, log_line
+from polyperf.record.run_dir import UnreadableLines, log_line
 
 __all__ = ["TopUps", "add_repeats", "claim_nodes"]
 
@@ -67,10 +67,10 @@ def _cost_per_repeat(nodes: Sequence[str], producers: Mapping[str, Mapping[str, 
     return max(total, 0.5)
 
 
-def _judge(run_dir: Path, judge: Callable[[pd.DataFrame], list[Verdict]]) -> tuple[pd.DataFrame, list[Verdict]]:
+def _judge(run: Run, judge: Callable[[pd.DataFrame], list[Verdict]]) -> tuple[pd.DataFrame, list[Verdict]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end of the run
-        table = finalize_run(run_dir)
+        table = run.write_table()
     return table, judge(table)
 
 
@@ -99,7 +99,7 @@ def add_repeats(
     stuck: dict[str, str] = {}  # entries whose tests failed, or added no repeat, when run again: never chosen again
     failures: dict[str, int] = {}
     for _ in range(MAX_BATCHES):
-        table, verdicts = _judge(run_dir, judge)
+        table, verdicts = _judge(run, judge)
         producers, durations = read_producers(run_dir), _durations(run_dir)
         tests, declared_parts = declared(verdicts)
         entries = [entry for v in verdicts for entry in open_of(v)]
@@ -145,7 +145,7 @@ def add_repeats(
             break
         if code == 0:
             overhead = max(3.0, took - (expected - overhead))
-        after = {v.claim.id: v for v in _judge(run_dir, judge)[1]}
+        after = {v.claim.id: v for v in _judge(run, judge)[1]}
         for claim, _ in chosen:
             v = after.get(claim)
             if v is None or v.measured is None or v.measured.n <= n_before[claim]:

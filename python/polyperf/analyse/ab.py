@@ -14,9 +14,9 @@ from polyperf.analyse.sequential import INCONSISTENT, METHOD, SLOWER, UNDECIDED,
 __all__ = ["GATED_METRICS", "evaluate_pairs", "overall", "to_markdown"]
 
 # What is gated, all CPU time (lower is better). Microbenchmarks: the least CPU time of the calling thread per call,
-# one value per process (see orchestrate/ab_worker.py): on a shared machine wall time also counts other processes'
+# one value per process (see gate/worker.py): on a shared machine wall time also counts other processes'
 # slices (the bson suite measured a wall-time ratio interval of 0.8-3.4x where CPU time gave ±5%). Servers: the
-# server's CPU per request over a window (orchestrate/ab_servers.py). Wall times and rates are kept, not gated.
+# server's CPU per request over a window (gate/servers.py). Wall times and rates are kept, not gated.
 GATED_METRICS = ("cpu_seconds", "cpu_s_per_request")
 SERIES = ["suite", "case", "implementation", "metric"]
 MICRO_IMPLEMENTATION = "polyperf._native"  # the microbenchmarks' rows: the case names the series
@@ -129,6 +129,8 @@ def to_markdown(table: pd.DataFrame, header: dict[str, Any]) -> str:
         )
     attrs = table.attrs
     lines += ["", *_what_was_measured(table, header.get("servers") or {})]
+    if header.get("retries"):
+        lines.append(f"Retried: {header['retries']}.")
     earlier, restarted = header.get("earlier") or (0, False)
     if restarted:
         lines.append(

@@ -29,7 +29,7 @@ and the one boundary needed here is a closed form of a few lines):
 - Several series at once: each sequence runs at alpha / k (Bonferroni), so the chance that any of the k ever
   excludes its truth stays <= alpha.
 - A sequence may be continued: pairs of a later session of the same revisions on the same machine are appended
-  (`polyperf.ab_store`), and the guarantee holds over the whole concatenation, as it does at any stopping time.
+  (`polyperf.gate.sequences`), and the guarantee holds over the whole concatenation, as it does at any stopping time.
 - The miss rate is exact to compute, since the sequence uses only the signs of d_i - m: `miss_probability` runs a
   dynamic programme over the count of pairs below the median (1.98% over 120 pairs at alpha 5%, where Ville's
   bound says <= 5%); tests/test_sequential.py checks the implementation's simulated rate against it.

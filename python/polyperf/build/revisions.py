@@ -7,7 +7,7 @@ The extension is built with cargo exactly as maturin builds it (a release cdylib
 extension-module linking); the Rust apps with `cargo build --release --locked`, the Go apps with `go build
 -trimpath`, as `polyperf build` builds them. cargo shares one target directory per workspace across revisions, so
 dependencies compile once; each build is copied into a folder named by its source key, which a worker process or
-server then runs (`orchestrate.ab_worker`, `orchestrate.ab_servers`).
+server then runs (`gate.worker`, `gate.servers`).
 """
 
 from __future__ import annotations

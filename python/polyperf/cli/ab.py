@@ -26,6 +26,12 @@ machine fingerprint adds its pairs to those stored by earlier sessions (OUT/ab-s
 undecided or failed job adds evidence instead of drawing a fresh alpha. A stored sequence that was inconsistent is
 set aside and a new one starts. Delete its file to start over by hand.
 
+A failed repeat costs a repeat, not the answer: a repeat that fails for a reason of the moment (a load generator
+that failed or had not finished, a window that served no request, a worker that did not finish) is tried again, its
+time spent from the budget, and the retries are counted in the output and in env.json. The session stops on a
+failure (exit 2, the pairs so far judged and kept in the run folder) only when the same failure comes 10 times in a
+row; a server that cannot start, or a worker that raises, stops it at once.
+
 Suites: io_buffering and bson (microbenchmarks, through each revision's own extension: the least CPU time of a
 call per worker process, A and B back to back) and http_frameworks (gnet, axum and net/http devices APIs and both
 hyper runtimes, each revision's binaries: a fresh server per side and repeat, A and B loaded at the same time by
@@ -38,7 +44,7 @@ examples:
 
 exit: 0 no regression: every series decided, or undecided within budget (said in the output; with
 --fail-on-undecided: 4); 1 a regression decided; 3 inconsistent (no verdict can be drawn: rerun on a quieter machine);
-2 bad input; 130 interrupted."""
+2 bad input, or the same failure 10 times in a row; 130 interrupted."""
 
 
 def _env_pair(text: str) -> tuple[str, str]:
@@ -49,7 +55,8 @@ def _env_pair(text: str) -> tuple[str, str]:
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
-    from polyperf.ab import ABOptions, run_ab
+    from polyperf.gate.options import ABOptions
+    from polyperf.gate.session import run_ab
 
     if not (math.isfinite(args.threshold) and args.threshold >= 0):
         print(f"polyperf ab: --threshold must be finite and >= 0, got {args.threshold}", file=sys.stderr)

@@ -91,11 +91,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from polyperf.record.run_dir import UnreadableLines, finalize_run, resolve_run, skipped_note
+    from polyperf.record.run import Run
+    from polyperf.record.run_dir import UnreadableLines, resolve_run, skipped_note
     from polyperf.report import write_report
 
     run_dir = resolve_run(args.run)
-    table = finalize_run(run_dir)  # a run cut short by a crash gets its parquet/CSV here; none ever shrinks
+    table = Run(run_dir).write_table()  # a run cut short by a crash gets its parquet/CSV here; none ever shrinks
     for note in (skipped_note(table), table.attrs.get("kept")):
         if note:
             print(f"polyperf: {note}")

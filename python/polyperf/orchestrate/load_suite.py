@@ -25,6 +25,7 @@ from polyperf.load import DRIVERS, Bounds, LoadFailed, LocustOptions, OhaOptions
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.sampler import Measurement, measure
 from polyperf.orchestrate.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
+from polyperf.orchestrate.retry import LOAD_LIMIT, Retries, retried
 from polyperf.record.recorder import Metric, Recorder
 from polyperf.record.rows import measurement_rows
 from polyperf.serve.cpu_budget import ThrottleStats
@@ -119,6 +120,7 @@ class LoadEnv:
         self._rng = random.Random(f"{self.seed}:{getattr(record, 'suite', '')}")  # each suite its own sequence
         self._slot: tuple[int, str, int] | None = None  # (repeat, target key, slot) of interleave's current item
         self.problems: list[str] = []
+        self.retries = Retries(limit=LOAD_LIMIT, cap=LOAD_LIMIT)  # failed runs tried again, counted
         # the client-bound flag of the last run (the rows' `client_bound`: the client, or a budget the server
         # did not fill, was the limit), for cases that summarise their runs (a ramp's peak)
         self.last_client_bound: bool | None = None
@@ -231,9 +233,11 @@ class LoadEnv:
 
         budget = self.fleet.budgets.get(target.key)
         quiet = self._quiet() if drain else None
-        before = budget.stats() if budget is not None else None
-        try:
-            m = measure(
+
+        def attempt() -> tuple[Measurement, ThrottleStats | None]:
+            io.clear()
+            before = budget.stats() if budget is not None else None
+            return measure(
                 server.pid,
                 drive,
                 client_cpus=self.client_cpus,
@@ -241,16 +245,22 @@ class LoadEnv:
                 extra=self.extra_pids,
                 server_cpu=self.fleet.server_cpu(target.key),
                 extra_cpu=self.extra_cpu,
+            ), before
+
+        try:  # a driver that failed, or a window that served no request, is tried again (orchestrate.retry)
+            done, notes = retried(
+                self.retries, attempt, where=where, transient=(LoadFailed,), empty=lambda r: not r[0].load.requests
             )
         except ServerFailed as exc:
             self.fleet.drop(target.key, str(exc))
             self.problems.append(f"{where}: server died: {exc}")
             self._log_run(driver, f"{where}: server died: {exc}")
             return None
-        except LoadFailed as exc:
-            self.problems.append(f"{where}: {exc}")
-            self._log_run(driver, f"{where}: failed: {exc}")
+        self.problems += notes
+        if done is None:
+            self._log_run(driver, f"failed: {notes[-1]}")
             return None
+        m, before = done
         load = m.load
         self._log_run(
             driver,

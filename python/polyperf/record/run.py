@@ -1,6 +1,8 @@
 """`Run`: one run folder from start to finish. It makes the folder, writes its environment record, points `latest`
-at it, keeps the progress, records an interrupt and finalizes the table. `polyperf run`, the pytest plugin and the
-CLI's `build` and `load` all go through it (pyperf's `Runner` owns its JSON file the same way).
+at it, keeps the progress, records an interrupt and finalizes the table. `polyperf run`, the pytest plugin, the
+CLI's `build` and `load`, and the gate (`polyperf ab` and its bank) all go through it (pyperf's `Runner` owns its
+JSON file the same way). Nothing outside `record/` makes a folder, writes env.json, finalizes a table or points
+`latest` itself (tests/run_owner_check.py, run by `nox -s lint`).
 
 env.json has one writer while a run is under way: the process that made the folder (its pid is in `owner.pid`).
 A process given a folder another one made (the pytest child of `polyperf run`) is `attach`ed: its additions (suite
@@ -210,6 +212,11 @@ class Run:
             self.mark_interrupted("SIGINT")  # a SIGTERM or SIGHUP was recorded as itself already
         if not self.finished:
             self.finish()
+
+    def write_table(self) -> pd.DataFrame:
+        """The parquet and CSV tables rewritten from the rows so far (never by fewer rows), while the run goes on:
+        `polyperf run` after each suite, `polyperf report` on a run cut short. Returns the table."""
+        return finalize_run(self.run_dir)
 
     # --- the end ----------------------------------------------------------------------------------------------
     def finish(self, *, latest: bool = False) -> pd.DataFrame:

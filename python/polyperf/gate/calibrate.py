@@ -1,8 +1,8 @@
-"""The gate's calibration from banked real A/A pairs (`ab_bank`): replays `polyperf ab` sessions with ab's own
-settings and sequence (`analyse.ab_replay`), prints the table and draws the power curve. It sits beside `ab`,
-whose defaults it reads, so the replay always judges with what the gate ships.
+"""The gate's calibration from banked real A/A pairs (`gate.bank`): replays `polyperf ab` sessions with ab's own
+settings and sequence (`analyse.ab_replay`), prints the table and draws the power curve. It sits in the gate beside
+the session, whose defaults it reads, so the replay always judges with what the gate ships.
 
-    python -m polyperf.ab_calibrate tests/data/ab_bank --sessions 1000 --figure docs/figures/ab_calibration.png
+    python -m polyperf.gate.calibrate tests/data/ab_bank --sessions 1000 --figure docs/figures/ab_calibration.png
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from polyperf.ab import DEFAULT_BUDGET_S, ABOptions
 from polyperf.analyse.ab_replay import Bank, GateRule, replay, summarise
 from polyperf.analyse.sequential import SLOWER
+from polyperf.gate.options import DEFAULT_BUDGET_S, ABOptions
+from polyperf.orchestrate.retry import GATE_LIMIT
 
 __all__ = ["CONDITIONS", "calibrate", "gate_rule", "load_bank", "main"]
 
 CONDITIONS = (1.0, 1.05, 1.10)  # A/A, and B slowed by 5% and by 10%
 CURVE = (1.02, 1.03, 1.04, 1.05, 1.075, 1.10, 1.15)  # the power curve's effects
-NEEDED = ("family", "suite", "series", "repeat", "a", "b", "repeat_wall_s")  # of a bank file (ab_bank.COLUMNS)
+NEEDED = ("family", "suite", "series", "repeat", "a", "b", "repeat_wall_s")  # of a bank file (gate.bank.COLUMNS)
 # what the test knob (POLYPERF_TEST_SLOWDOWN_PCT) slows in a live run: every case that parses, net/http's handler
 KNOB_SERIES = {
     "micro": ("io_buffering/parse_buffered", "io_buffering/parse_read_all", "io_buffering/parse_unbuffered"),
@@ -38,24 +39,46 @@ KNOB_SERIES = {
 BLOCK = 10
 
 
+def meta_path(bank_file: Path) -> Path:
+    """`NAME.meta.json` beside the bank file `NAME.csv.gz` (or `NAME.csv`): how, where and when it was recorded,
+    and its failed attempts."""
+    name = bank_file.name.removesuffix(".gz").removesuffix(".csv")
+    return bank_file.with_name(f"{name}.meta.json")
+
+
+def _failures(path: Path) -> pd.DataFrame:
+    """The failed attempts of one recording (before_repeat, seconds), from its meta file; none without one."""
+    meta = meta_path(path)
+    found = json.loads(meta.read_text(encoding="utf-8")).get("failures", []) if meta.exists() else []
+    frame = pd.DataFrame(found, columns=["before_repeat", "seconds"]) if found else pd.DataFrame()
+    return frame.reindex(columns=["before_repeat", "seconds"])
+
+
 def load_bank(*places: Path) -> dict[str, Bank]:
     """The bank's families: the given bank files, and every `*.csv.gz` (or `*.csv`) file in the given folders, rows
-    grouped by their family (so one recording, or the recordings of one machine state, can be replayed alone)."""
+    grouped by their family (so one recording, or the recordings of one machine state, can be replayed alone), with
+    the failed attempts each recording's meta file places between its repeats."""
     files: list[Path] = []
     for place in places:
         found = sorted([*place.glob("*.csv.gz"), *place.glob("*.csv")]) if place.is_dir() else [place]
         if not found:
             raise FileNotFoundError(f"no bank files (*.csv.gz) in {place}")
         files += found
-    frames, offset = [], 0
+    frames, failures, offset = [], [], 0
     for path in files:  # each file is one recording, its repeats numbered from 0: they follow one another
         rows = pd.read_csv(path)
         if missing := [c for c in NEEDED if c not in rows.columns]:
             raise ValueError(f"{path} is not a bank file: it lacks the columns {', '.join(missing)}")
         frames.append(rows.assign(repeat=rows["repeat"] + offset))
+        family = rows["family"].iloc[0] if len(rows) else ""
+        failed = _failures(path)
+        failures.append(failed.assign(family=family, before_repeat=failed["before_repeat"] + offset))
         offset += int(rows["repeat"].max()) + 1 if len(rows) else 0
-    frame = pd.concat(frames, ignore_index=True)
-    return {family: Bank.from_frame(rows) for family, rows in frame.groupby("family", sort=True)}
+    frame, failed = pd.concat(frames, ignore_index=True), pd.concat(failures, ignore_index=True)
+    return {
+        family: Bank.from_frame(rows, failed[failed["family"] == family])
+        for family, rows in frame.groupby("family", sort=True)
+    }
 
 
 def gate_rule(family: str) -> GateRule:
@@ -67,6 +90,7 @@ def gate_rule(family: str) -> GateRule:
         min_pairs=defaults["min_pairs"],
         max_pairs=defaults["max_pairs"],
         budget_s=DEFAULT_BUDGET_S[family],
+        retry_limit=defaults["retry_limit"],
     )
 
 
@@ -118,8 +142,8 @@ def to_markdown(table: pd.DataFrame, block: int) -> str:
     lines = [
         "| family | condition | sessions | regression decided (exit 1) | injected series caught "
         "| undecided in budget; inconsistent (exit 3) | pairs to the end (median; 90%) "
-        "| minutes to the end (median; 90%) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| minutes to the end (median; 90%) | a failure repeated: no verdict; sessions that retried |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         condition = "A/A" if r.factor == 1 else f"B × {r.factor:.2f}, {r.injected}"
@@ -127,9 +151,14 @@ def to_markdown(table: pd.DataFrame, block: int) -> str:
         caught = "—" if r.factor == 1 else f"{r.caught} ({_pct(r.caught_rate)}; 95% ≥ {_pct(r.caught_low)})"
         lines.append(
             f"| {r.family} | {condition} | {r.sessions} | {alarms} | {caught} | {r.undecided}; {r.inconsistent} "
-            f"| {r.pairs_median:g}; {r.pairs_p90:g} | {r.minutes_median:.1f}; {r.minutes_p90:.1f} |"
+            f"| {r.pairs_median:g}; {r.pairs_p90:g} | {r.minutes_median:.1f}; {r.minutes_p90:.1f} "
+            f"| {r.failed}; {r.retried} |"
         )
-    lines.append(f"\nBlocks of {block} consecutive repeats; exact (Clopper–Pearson) two-sided 95% bounds.")
+    lines.append(
+        f"\nBlocks of {block} consecutive repeats; exact (Clopper–Pearson) two-sided 95% bounds. Failed attempts stay "
+        f"where the bank recorded them and are retried under ab's rule (the same failure {GATE_LIMIT} times in a row "
+        "stops)."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -178,7 +207,7 @@ def figure(curve: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m polyperf.ab_calibrate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m polyperf.gate.calibrate", description=__doc__)
     parser.add_argument("bank", type=Path, nargs="+", help="bank files (*.csv.gz), or folders of them")
     parser.add_argument("--sessions", type=int, default=1000, help="sessions per condition (default 1000)")
     parser.add_argument("--curve-sessions", type=int, default=400, help="sessions per other effect (default 400)")
@@ -188,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the table here (JSON)")
     args = parser.parse_args(argv)
     if args.sessions < 1 or args.curve_sessions < 1 or args.block < 1:
-        print("polyperf ab_calibrate: --sessions, --curve-sessions and --block must be >= 1", file=sys.stderr)
+        print("polyperf gate.calibrate: --sessions, --curve-sessions and --block must be >= 1", file=sys.stderr)
         return 2
     try:
         banks = load_bank(*args.bank)
@@ -196,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             banks, sessions=args.sessions, curve_sessions=args.curve_sessions, block=args.block, seed=args.seed
         )
     except (OSError, ValueError, KeyError) as exc:
-        print(f"polyperf ab_calibrate: {exc}", file=sys.stderr)
+        print(f"polyperf gate.calibrate: {exc}", file=sys.stderr)
         return 2
     print(to_markdown(table, args.block))
     for factor in CONDITIONS[1:]:

@@ -1,6 +1,6 @@
 """The pairs of `polyperf ab` sessions kept for the next session of the same experiment, so that a rerun continues the
 confidence sequence instead of starting a fresh one (a fresh one would draw a fresh alpha on every rerun of an
-undecided or failed CI job). It sits beside `ab`, and keeps its files beside the history store, under
+undecided or failed CI job). It sits in the gate beside the session, and keeps its files beside the history store, under
 `<out>/ab-sequences/`.
 
 An experiment is: A's and B's commits (resolved ids), the harness's own commit (it holds the workloads), the

@@ -27,8 +27,9 @@ from polyperf.common.cpus import split_cpus
 from polyperf.errors import PolyperfError
 from polyperf.load import ensure_oha
 from polyperf.load.native_driver import run_oha
-from polyperf.load.result import Bounds, LoadResult
+from polyperf.load.result import Bounds, LoadFailed, LoadResult
 from polyperf.orchestrate.load_suite import proc_cpu
+from polyperf.orchestrate.retry import RepeatFailed
 from polyperf.record.schema import Row
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.suite_targets import HTTP_FRAMEWORKS
@@ -118,7 +119,8 @@ class ServerSides:
 
     def measure(self, repeat: int, order: Sequence[str]) -> list[Row]:
         """Both sides of repeat `repeat`, server by server: each side's process restarted (in `order`), warmed up,
-        then both loaded at once. Raises RevisionError when a server dies or a load fails: no pair to judge."""
+        then both loaded at once. Raises RepeatFailed when a load generator fails or a window serves no request
+        (the session tries the repeat again), RevisionError when a server dies or cannot restart."""
         rows: list[Row] = []
         for suite, target in self.servers:
             builds = {side: self.builds[side, target.key] for side in order}
@@ -141,6 +143,7 @@ class ServerSides:
         CPU seconds over its load and the load's result."""
         results: dict[str, tuple[float, LoadResult]] = {}
         errors: list[str] = []
+        failures: list[RepeatFailed] = []  # of the moment: the session tries the repeat again
 
         def drive(side: str) -> None:
             key = builds[side].key
@@ -158,6 +161,8 @@ class ServerSides:
                     alive=server.check_alive,
                 )
                 results[side] = (counter() - before, load)
+            except LoadFailed as exc:  # e.g. a load generator still running 15 s after a 0.3 s warm-up
+                failures.append(RepeatFailed(f"{key}: {exc}", kind="load generator failed", where=key))
             except PolyperfError as exc:
                 errors.append(f"{key}: {exc}")
 
@@ -168,9 +173,16 @@ class ServerSides:
             thread.join()
         if errors:
             raise RevisionError(errors[0])
+        if failures:
+            raise failures[0]
         for side, (_cpu, load) in results.items():
-            if load.requests == 0 or load.failures > 0.01 * load.requests:
-                raise RevisionError(f"{builds[side].key}: {load.failures} of {load.requests} requests failed")
+            key = builds[side].key
+            if load.requests == 0:
+                raise RepeatFailed(f"{key}: served no request in {duration} s", kind="no request served", where=key)
+            if load.failures > 0.01 * load.requests:
+                raise RepeatFailed(
+                    f"{key}: {load.failures} of {load.requests} requests failed", kind="requests failed", where=key
+                )
         return results
 
     def _rows(
