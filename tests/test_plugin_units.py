@@ -813,7 +813,11 @@ def _session_config(tmp_path, options: dict, *, benchmark: bool = True):
         getoption=lambda name, default=None: values.get(name, default),
         rootpath=tmp_path,
         stash={},
-        pluginmanager=SimpleNamespace(hasplugin=lambda name: benchmark and name == "benchmark"),
+        invocation_params=SimpleNamespace(args=("--polyperf-profile=smoke",)),
+        getini=lambda name: [],
+        pluginmanager=SimpleNamespace(
+            hasplugin=lambda name: benchmark and name == "benchmark", import_plugin=lambda name: None
+        ),
     )
 
 
