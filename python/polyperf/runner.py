@@ -35,6 +35,7 @@ from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
 from polyperf.record.run import Run
 from polyperf.record.run_dir import UnreadableLines, finalize_run, load_env, log_line, unreadable_note
+from polyperf.record.suite_files import keep_claims
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
@@ -54,6 +55,10 @@ SUITE_ORDER = (
     "build_profiles",
 )
 NO_TESTS = 5  # pytest's exit code when a suite's tests were all deselected (`-k`): not a failure of the run
+# What every suite's pytest child gets wherever its folder is (the checkout's pyproject gives them only inside it):
+# polyperf's plugin by name (registered once even where it is installed or a conftest lists it), and locust's own
+# pytest plugin off (its import patches the standard library with gevent, under the suites' servers and timers).
+PYTEST_OPTIONS = ("-p", "polyperf.record.pytest_plugin", "-p", "no:locust")
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,17 @@ def _combined(codes: Sequence[int]) -> int:
     return next((c for c in ran if c != 0), 0)
 
 
+def _claims_files(files: Sequence[Path], given: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The claims files beside the suites (`claims.toml`, `*.claims.toml`) and those given, checked together with
+    polyperf's own before anything starts: a bad file or an id used twice is one error line (ValueError)."""
+    from polyperf.analyse.user_claims import merged_claims
+    from polyperf.record.suite_files import claims_files_beside
+
+    found = [*claims_files_beside(files), *(Path(p) for p in given)]
+    merged_claims(found)
+    return found
+
+
 def _answers(
     run_dir: Path, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float
 ) -> Path | None:
@@ -210,8 +226,15 @@ def _answers(
     if not quiet:
         env = load_env(run_dir)
         new = None if final else done[-1:]
+        from polyperf.analyse.user_claims import claims_of_run
+
         text = answers_text(
-            run_verdicts(table), done=done, total=total, new=new, env=env, notes=env.get("notes", []) if final else ()
+            run_verdicts(table, claims_of_run(run_dir), done),
+            done=done,
+            total=total,
+            new=new,
+            env=env,
+            notes=env.get("notes", []) if final else (),
         )
         print(f"\n{text}\npolyperf: report {report_path}\n", flush=True)
     return report_path
@@ -227,17 +250,22 @@ def run(
     report: bool = True,
     quiet: bool = False,
     benchmark_table: bool = False,
+    claims: Sequence[str | os.PathLike[str]] = (),
 ) -> RunOutcome:
     """Runs the named suites (all by default, in `SUITE_ORDER`) and returns where the results and report are.
-    With `report`, every suite's answers are written and printed as soon as it ends."""
+    With `report`, every suite's answers are written and printed as soon as it ends. The run is judged against
+    polyperf's claims, the claims files beside the suites and `claims` (files), all kept in the run folder."""
     get_profile(profile)  # fail on a bad profile name before creating anything
     folder = Path(suites_dir) if suites_dir else find_suites_dir()
     files = _suite_files(list(suites), folder)
     available = available_suites(folder)
     names = [suite_of(f) for f in files]
+    claims_files = _claims_files(files, claims)
     run_ = Run.create(Path(out).resolve(), latest=True, profile=profile, suites=names)
     run_dir = run_.run_dir
+    keep_claims(run_dir, claims_files)
     common = [f"--polyperf-profile={profile}", f"--polyperf-run-dir={run_dir}", "-v", "-ra", "--color=yes"]
+    common += PYTEST_OPTIONS
     progress = Progress(run_dir, profile)
     echo = None
     key = f"polyperf run --profile {profile} {' '.join(sorted(names))}"

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polyperf.cli import ab, apps, export, history, remote, runs, tools, verdicts
+from polyperf.cli import ab, apps, export, history, new, remote, runs, tools, verdicts
 from polyperf.common.redact import redact
 
 DESCRIPTION = """\
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polyperf", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (runs, ab, verdicts, history, apps, tools, remote, export):
+    for group in (runs, new, ab, verdicts, history, apps, tools, remote, export):
         group.add_parsers(sub)
     return parser
 

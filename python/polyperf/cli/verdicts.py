@@ -84,7 +84,8 @@ def _text(records: list[dict]) -> str:
 
 
 def _cmd_verdicts(args: argparse.Namespace) -> int:
-    from polyperf.analyse.claims import evaluate, load_claims
+    from polyperf.analyse.claims import evaluate
+    from polyperf.analyse.user_claims import claims_of_run, merged_claims
     from polyperf.record import load_run, resolve_run
     from polyperf.record.run_dir import UnreadableLines
 
@@ -94,11 +95,13 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
         table = load_run(run_dir)
     for warning in caught:
         print(f"polyperf verdicts: {warning.message}", file=sys.stderr)
-    if args.claims:
-        entries = load_claims(Path(args.claims))
-    else:
+    if args.claims:  # every entry of the given files, their ids checked against the run's other claims
+        given = [Path(p) for p in args.claims]
+        ids = {c.id for c in merged_claims(given, builtin=None)}
+        entries = [c for c in claims_of_run(run_dir, given) if c.id in ids]
+    else:  # polyperf's claims and those kept in the run, of the suites it ran
         suites = set(table["suite"].dropna()) if "suite" in table else set()
-        entries = [c for c in load_claims() if c.suite in suites]
+        entries = [c for c in claims_of_run(run_dir) if c.suite in suites]
     verdicts = evaluate(table, entries, family=args.family)
     records = [v.as_record() for v in verdicts]
     if args.json:
@@ -126,7 +129,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default="reports/latest",
         help="run directory, or an output dir meaning its latest run (default: reports/latest)",
     )
-    p.add_argument("--claims", default=None, metavar="FILE", help="your claims file (TOML, the format below)")
+    p.add_argument(
+        "--claims",
+        action="append",
+        metavar="FILE",
+        help="your claims file (TOML, the format below); repeatable. Without it: polyperf's claims and those the run "
+        "was made with (claims.toml beside its suites, `run --claims`)",
+    )
     p.add_argument(
         "--json",
         action="store_true",
