@@ -22,7 +22,17 @@ def __getattr__(name: str) -> Any:
         from polyperf.report.history import load_history
 
         return load_history
+    if name == "_native":  # `from polyperf import _native` where the Rust extension was never built
+        raise ImportError(NATIVE_MISSING)
     raise AttributeError(f"module 'polyperf' has no attribute {name!r}")
+
+
+# Said where a suite imports the extension and it is not built; suites that do not import it run without it.
+NATIVE_MISSING = (
+    "polyperf's Rust extension (polyperf._native) is not built here, and this suite times Rust code through it: "
+    "`pip install -e .` or `maturin develop --release` in the checkout builds it (about 3 min on 2 cores the first "
+    "time); suites that do not import it run without it"
+)
 
 
 __version__ = "0.2.0"

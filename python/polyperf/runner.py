@@ -205,6 +205,16 @@ def _claims_files(files: Sequence[Path], given: Sequence[str | os.PathLike[str]]
     return found
 
 
+def _needs_native(files: Sequence[Path]) -> list[str]:
+    """The suites that import polyperf's Rust extension, where it is not built (each says so first, and fails at
+    collection with the same words; the others run without it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("polyperf._native") is not None:
+        return []
+    return [suite_of(f) for f in files if f.is_file() and "_native" in f.read_text(encoding="utf-8", errors="replace")]
+
+
 def _answers(
     run_dir: Path, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float
 ) -> Path | None:
@@ -269,6 +279,10 @@ def run(
     progress = Progress(run_dir, profile)
     echo = None
     key = f"polyperf run --profile {profile} {' '.join(sorted(names))}"
+    if (unbuilt := _needs_native(files)) and not quiet:
+        from polyperf import NATIVE_MISSING
+
+        print(f"polyperf: {', '.join(unbuilt)}: {NATIVE_MISSING}", file=sys.stderr, flush=True)
     if not quiet:
         what = f"running {len(names)} suite{'s' if len(names) > 1 else ''} ({profile} profile) into {run_dir}"
         steps.announce(steps.describe(what, key, _EXPECTED.get((profile, len(names) == len(available)))))
