@@ -84,19 +84,31 @@ def find_suites_dir(start: Path | None = None) -> Path:
     )
 
 
+def _suite_paths(folder: Path) -> dict[str, Path]:
+    """Suite name -> what pytest is given: `test_<name>.py`, and a Go package or Cargo crate with benches (the
+    folder itself or one inside it), named after its folder."""
+    from polyperf.orchestrate.native_bench import native_kind
+
+    paths = {suite_of(p): p for p in folder.glob("test_*.py")}
+    for candidate in [folder, *sorted(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []:
+        if native_kind(candidate) is not None:
+            paths.setdefault(candidate.resolve().name, candidate)
+    return paths
+
+
 def available_suites(suites_dir: Path | None = None) -> list[str]:
-    folder = suites_dir or find_suites_dir()
-    return sorted(suite_of(p) for p in folder.glob("test_*.py"))
+    return sorted(_suite_paths(suites_dir or find_suites_dir()))
 
 
 def _suite_files(suites: Sequence[str], suites_dir: Path) -> list[Path]:
-    """The suites' files in `SUITE_ORDER` (all suites when none are named)."""
-    known = available_suites(suites_dir)
+    """The suites' files (or folders) in `SUITE_ORDER` (all suites when none are named)."""
+    paths = _suite_paths(suites_dir)
+    known = sorted(paths)
     unknown = [s for s in suites if s not in known]
     if unknown:
-        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; available: {', '.join(known)}")
+        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; available: {', '.join(known) or 'none'}")
     chosen = sorted(dict.fromkeys(suites or known), key=_order_key)
-    return [suites_dir / f"test_{s}.py" for s in chosen]
+    return [paths[s] for s in chosen]
 
 
 def _order_key(suite: str) -> tuple[int, str]:
@@ -269,7 +281,7 @@ def run(
     folder = Path(suites_dir) if suites_dir else find_suites_dir()
     files = _suite_files(list(suites), folder)
     available = available_suites(folder)
-    names = [suite_of(f) for f in files]
+    names = [suite_of(f.resolve()) for f in files]
     claims_files = _claims_files(files, claims)
     run_ = Run.create(Path(out).resolve(), latest=True, profile=profile, suites=names)
     run_dir = run_.run_dir

@@ -120,7 +120,7 @@ def test_ceiling(env, plan):
 '''
 
 _GO_MOD = "module example.com/{name}\n\ngo 1.21\n"
-_GO = '''package {name}
+_GO = """package {name}
 
 // EDIT: the two things the article compares, one Benchmark function each. polyperf runs every Benchmark function
 // in a fresh process per repeat, in an order drawn anew each repeat, and reads go test's own benchmark format.
@@ -151,9 +151,9 @@ func BenchmarkContender(b *testing.B) {{
 		_ = sb.String()
 	}}
 }}
-'''
+"""
 
-_CLAIM = '''# The claim {name} re-measures: polyperf reads this file beside the suite (no file of polyperf's to edit).
+_CLAIM = """# The claim {name} re-measures: polyperf reads this file beside the suite (no file of polyperf's to edit).
 # Every field is described in `polyperf verdicts --help`; the margin rule in docs/your-own-claim.md.
 [[claims]]
 id = "{name}.contender_vs_baseline"
@@ -175,7 +175,7 @@ rule = {{ kind = "greater_than", threshold = 1.0, why = "faster: the baseline's 
 [claims.conditions]
 input = "EDIT: what the article measured on"
 measured_on = "EDIT: what this suite measures on"
-'''
+"""
 
 
 def write_suite(name: str, kind: str, folder: Path) -> list[Path]:

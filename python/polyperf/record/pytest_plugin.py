@@ -33,6 +33,7 @@ from polyperf.record.recorder import Recorder
 from polyperf.record.run import Run
 from polyperf.record.run_dir import ENV, RowWriter
 from polyperf.record.schema import Row
+from polyperf.record.suite_files import claims_files_beside, keep_claims
 
 __all__ = ["PLUGIN", "LoadOptions", "benchmark_from_workers", "describe_benchmark", "run_of", "suite_of", "wanted"]
 
@@ -220,6 +221,9 @@ def live_line_sink(config: pytest.Config) -> Callable[[str], None]:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[_ORDER] = [item.nodeid for item in items]
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is not None:  # the claims beside the suites, judged with the run wherever it is reported
+        keep_claims(run_dir, claims_files_beside({Path(item.path) for item in items}))
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
