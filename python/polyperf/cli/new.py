@@ -48,6 +48,10 @@ def contender(document: bytes) -> object:
 
 SIDES = {{"baseline": baseline, "contender": contender}}
 
+# Metrics of your own (recorded with the `record` fixture) join polyperf's catalogue from here, for compare's gate:
+# from polyperf.record.catalogue import metric
+# POLYPERF_METRICS = [metric("documents_per_s", "1/s", "higher", "documents parsed per second")]
+
 
 @pytest.fixture(scope="module")
 def document(profile):

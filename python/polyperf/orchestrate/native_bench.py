@@ -30,6 +30,7 @@ __all__ = [
     "NativePlan",
     "NativeSuiteFailed",
     "cargo_bench",
+    "go_test",
     "label_of",
     "native_kind",
     "record_criterion",
@@ -69,6 +70,12 @@ def _run(cmd: Sequence[str], *, cwd: Path, log: Path, env: Mapping[str, str] | N
     code = procs.run(list(cmd), log_path=log, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
     if code != 0:
         raise NativeSuiteFailed(f"`{' '.join(cmd)}` exited with {code} (log {log}): {log_tail(log, 6)}")
+
+
+def go_test(cmd: Sequence[str], *, cwd: Path, log: Path) -> None:
+    """A `go test ...` command to completion, its output in `log`; NativeSuiteFailed with the log's tail if it fails."""
+    require_tool("go")
+    _run(cmd, cwd=cwd, log=log, timeout=RUN_TIMEOUT)
 
 
 def label_of(suite: str, name: str) -> dict[str, str]:

@@ -33,7 +33,7 @@ from polyperf.record.recorder import Recorder
 from polyperf.record.run import Run
 from polyperf.record.run_dir import ENV, RowWriter
 from polyperf.record.schema import Row
-from polyperf.record.suite_files import claims_files_beside, keep_claims
+from polyperf.record.suite_files import claims_files_beside, keep_claims, keep_metrics
 
 __all__ = ["PLUGIN", "LoadOptions", "benchmark_from_workers", "describe_benchmark", "run_of", "suite_of", "wanted"]
 
@@ -222,8 +222,17 @@ def live_line_sink(config: pytest.Config) -> Callable[[str], None]:
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[_ORDER] = [item.nodeid for item in items]
     run_dir = config.stash.get(_RUN_DIR, None)
-    if run_dir is not None:  # the claims beside the suites, judged with the run wherever it is reported
-        keep_claims(run_dir, claims_files_beside({Path(item.path) for item in items}))
+    if run_dir is None:
+        return
+    # the claims beside the suites, judged with the run wherever it is reported; the metrics the suites declare
+    keep_claims(run_dir, claims_files_beside({Path(item.path) for item in items}))
+    modules = {id(m): m for item in items if (m := getattr(item, "module", None)) is not None}
+    for module in modules.values():
+        declared = getattr(module, "POLYPERF_METRICS", ())
+        try:
+            keep_metrics(run_dir, declared, f"{module.__file__}: POLYPERF_METRICS")
+        except (ValueError, TypeError) as exc:  # one line, before any measurement
+            pytest.exit(f"polyperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:

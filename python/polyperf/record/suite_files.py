@@ -12,11 +12,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from polyperf.common.atomic import write_text_atomic
+from polyperf.record.catalogue import MetricInfo, declare
 
-__all__ = ["CLAIMS_DIR", "claims_files_beside", "keep_claims", "kept_claims"]
+__all__ = ["CLAIMS_DIR", "METRICS", "claims_files_beside", "keep_claims", "keep_metrics", "kept_claims", "kept_metrics"]
 
 CLAIMS_DIR = "claims"
 _SOURCES = "sources.json"  # copy's name -> the file it was copied from
+METRICS = "metrics.json"  # the metrics the run's suites declared, by name
 
 
 def claims_files_beside(paths: Iterable[Path]) -> list[Path]:
@@ -62,3 +64,33 @@ def kept_claims(run_dir: Path) -> list[tuple[Path, str]]:
     folder = Path(run_dir) / CLAIMS_DIR
     sources = _sources(folder)
     return [(folder / name, sources[name]) for name in sorted(sources) if (folder / name).is_file()]
+
+
+def keep_metrics(run_dir: Path, infos: Iterable[MetricInfo], where: str) -> None:
+    """Declares a suite's own metrics in this process and keeps them in `RUN/metrics.json` (merged with those
+    kept before), so that loading the run declares them again; a clash is one ValueError line naming `where`."""
+    infos = list(infos)
+    declare(infos, where)
+    if not infos:
+        return
+    path = Path(run_dir) / METRICS
+    kept = {info.name: info for info in kept_metrics(run_dir, declare_them=False)}
+    kept.update({info.name: info for info in infos})
+    rows = {name: {k: v for k, v in vars(info).items() if k != "name"} for name, info in sorted(kept.items())}
+    write_text_atomic(path, json.dumps(rows, indent=2) + "\n")
+
+
+def kept_metrics(run_dir: Path, *, declare_them: bool = True) -> list[MetricInfo]:
+    """The metrics the run's suites declared (none when the run has no `metrics.json`), declared in this process
+    too unless told not to. A file that cannot be read declares nothing: its rows are then of unknown metrics."""
+    try:
+        data = json.loads((Path(run_dir) / METRICS).read_text(encoding="utf-8"))
+        infos = [MetricInfo(name, **fields) for name, fields in data.items()]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return []
+    for info in infos if declare_them else ():
+        try:
+            declare([info], str(Path(run_dir) / METRICS))
+        except ValueError:  # a name polyperf has since declared otherwise: its own declaration stands
+            continue
+    return infos
