@@ -22,8 +22,15 @@ def __getattr__(name: str) -> Any:
         from polyperf.report.history import load_history
 
         return load_history
-    if name == "_native":  # `from polyperf import _native` where the Rust extension was never built
-        raise ImportError(NATIVE_MISSING)
+    if name == "_native":  # `from polyperf import _native` asks here first (hasattr), before importing it
+        import importlib
+
+        try:
+            return importlib.import_module("polyperf._native")
+        except ModuleNotFoundError as exc:
+            if exc.name != "polyperf._native":
+                raise
+            raise ImportError(NATIVE_MISSING) from None
     raise AttributeError(f"module 'polyperf' has no attribute {name!r}")
 
 
