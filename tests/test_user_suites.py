@@ -55,6 +55,7 @@ def _without_extension(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_python_suite_of_ones_own_without_the_extension(tmp_path):
     repo = tmp_path / "repo"
     written = write_suite("docs", "micro", repo / "suites")
@@ -84,6 +85,7 @@ def test_a_python_suite_of_ones_own_without_the_extension(tmp_path):
     assert verdicts["docs.contender_under_a_second"]["verdict"] != "not measured"
 
 
+@pytest.mark.slow
 def test_an_id_clash_stops_the_run_before_it_starts(tmp_path):
     repo = tmp_path / "repo"
     write_suite("docs", "micro", repo / "suites")
@@ -95,6 +97,7 @@ def test_an_id_clash_stops_the_run_before_it_starts(tmp_path):
     assert line.startswith("polyperf: error: claims file clash.toml: id 'docs.contender_vs_baseline' is already used")
 
 
+@pytest.mark.slow
 def test_a_suite_needing_the_extension_says_why_first(tmp_path):
     repo = tmp_path / "repo"
     (repo / "suites").mkdir(parents=True)
@@ -118,6 +121,7 @@ def _entry_point(tmp_path: Path) -> str:
     return os.pathsep.join([str(site), str(PACKAGE.parent)])
 
 
+@pytest.mark.slow
 def test_the_plugin_records_wherever_pytest_runs_and_only_when_asked(tmp_path):
     path = _entry_point(tmp_path)
     repo = tmp_path / "repo"
@@ -158,6 +162,7 @@ def test_widgets(record):
 """
 
 
+@pytest.mark.slow
 def test_a_suites_own_metric_is_gated_by_compare(tmp_path):
     repo = tmp_path / "repo"
     (repo / "suites").mkdir(parents=True)
@@ -172,6 +177,7 @@ def test_a_suites_own_metric_is_gated_by_compare(tmp_path):
     assert worse.returncode == 1 and "widgets" in worse.stdout + worse.stderr, worse.stdout[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs the Go toolchain")
 def test_a_go_package_as_it_is(tmp_path):
     repo = tmp_path / "repo"
