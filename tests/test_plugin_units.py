@@ -230,7 +230,7 @@ def test_progress_names_the_test_under_way_and_those_to_come(tmp_path, hooks):
     plugin.pytest_runtest_logstart("b", ("f", 1, "b"))  # no session yet: nothing written
     assert not (tmp_path / "progress.json").exists()
     config = _config(tmp_path, order=None)
-    items = [SimpleNamespace(nodeid=n) for n in ("a", "b", "c")]
+    items = [SimpleNamespace(nodeid=n, path=tmp_path / f"test_{n}.py") for n in ("a", "b", "c")]
     plugin.pytest_collection_modifyitems(None, config, items)
     hooks["config"] = config
     plugin.pytest_runtest_logstart("b", ("f", 1, "b"))

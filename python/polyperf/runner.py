@@ -74,11 +74,13 @@ class RunOutcome:
 
 
 def find_suites_dir(start: Path | None = None) -> Path:
-    """`suites/` of the checkout: next to the working directory, or the source tree of an editable install."""
-    candidates = [Path(start or Path.cwd()) / "suites", Path(__file__).resolve().parents[2] / "suites"]
-    for candidate in candidates:
-        if (candidate / "conftest.py").exists():
-            return candidate
+    """`suites/` next to the working directory (the checkout's, or a folder of suites of your own: no conftest.py
+    needed), else the source tree's of an editable install."""
+    here, checkout = Path(start or Path.cwd()) / "suites", Path(__file__).resolve().parents[2] / "suites"
+    if (here / "conftest.py").exists() or any(here.glob("test_*.py")):
+        return here
+    if (checkout / "conftest.py").exists():
+        return checkout
     raise FileNotFoundError(
         "cannot find the polyperf suites/ directory: run from the repository root or pass --suites-dir"
     )

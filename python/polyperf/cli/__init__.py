@@ -23,6 +23,7 @@ typical use:
   polyperf run io_buffering --profile smoke
   polyperf report reports/latest    # re-render a run's report
   polyperf verdicts reports/latest --claims my_claims.toml --json
+  polyperf new suite mine --dir my_suites && polyperf run --suites-dir my_suites mine
   polyperf history --fail-on-regression   # change points over commits in the runs' history
 """
 
