@@ -235,3 +235,31 @@ def test_a_criterion_crate_as_it_is(tmp_path, monkeypatch):
     [verdict] = evaluate(rows, merged_claims([crate / "claims.toml"])[-1:])
     assert verdict.measured is not None and verdict.measured.n == 3 and verdict.verdict != "not measured"
     assert isinstance(rows, pd.DataFrame)
+
+
+def test_the_scheduler_suite_records_criterion_and_go_through_the_same_path():
+    import importlib.util
+
+    path = PACKAGE.parents[1] / "suites" / "test_scheduler.py"
+    spec = importlib.util.spec_from_file_location("scheduler_suite", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    rows = []
+    found = suite._record_criterion(
+        lambda *args, **kw: rows.append((args, kw)), CRITERION, implementation="tokio", repeat=2, params={"cpus": "0"}
+    )
+    labels = {(kw["case"], kw["implementation"], kw["variant"], kw["repeat"]) for _args, kw in rows}
+    assert ("ping_pong", "tokio", "old_threadpool", 2) in labels and len(found) == 4
+    assert sum(len(e.sample_s) for e in found) + len(found) == len(rows)  # every sample, and criterion's estimate
+
+
+def test_a_suite_that_ran_names_its_claims_not_measured(tmp_path):
+    from polyperf.report.terminal import answers_text, run_verdicts
+
+    write_suite("docs", "micro", tmp_path)
+    claims = merged_claims([tmp_path / "docs.claims.toml"])
+    empty = pd.DataFrame(columns=["suite", "case", "implementation", "variant", "metric", "value", "unit", "repeat"])
+    verdicts = run_verdicts(empty, claims, ["docs"])
+    assert [v.verdict for v in verdicts] == ["not measured"]
+    text = answers_text(verdicts, done=["docs"], total=1)
+    assert "docs.contender_vs_baseline: suite docs has no rows in this run" in text and "no claims yet" not in text

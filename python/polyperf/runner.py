@@ -226,7 +226,9 @@ def _needs_native(files: Sequence[Path]) -> list[str]:
 
     if importlib.util.find_spec("polyperf._native") is not None:
         return []
-    return [suite_of(f) for f in files if f.is_file() and "_native" in f.read_text(encoding="utf-8", errors="replace")]
+    imports = re.compile(r"^\s*(from polyperf import .*\b_native\b|(from|import) polyperf\._native\b)", re.M)
+    texts = {f: f.read_text(encoding="utf-8", errors="replace") for f in files if f.is_file()}
+    return [suite_of(f) for f, text in texts.items() if imports.search(text)]
 
 
 def _answers(
