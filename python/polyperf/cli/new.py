@@ -164,22 +164,35 @@ id = "{name}.contender_vs_baseline"
 suite = "{name}"
 kind = "claim"
 source = "EDIT: where the figure was published (title, URL, date)"
-statement = "EDIT: contender is 2x faster than baseline"
+statement = "EDIT: the contender is 2x faster than the baseline"
 unit = "x"
 measure = "ratio"
-metric = "seconds"
+metric = "{metric}"
 select = {{ case = "{case}" }}
-numerator = {{ implementation = "{baseline}" }}
-denominator = {{ implementation = "{contender}" }}
+numerator = {numerator}
+denominator = {denominator}
 paired = true
 published = 2.0
-rule = {{ kind = "greater_than", threshold = 1.0, why = "faster: the baseline's time over the contender's is above 1" }}
+rule = {{ kind = "greater_than", threshold = 1.0, why = "{why}" }}
 # no `margin`: derived from the published figure's precision (2.0: ±0.05) and the spread of timings (x 1.25)
 
 [claims.conditions]
 input = "EDIT: what the article measured on"
 measured_on = "EDIT: what this suite measures on"
 """
+
+
+def _sides(case: str, metric: str, numerator: tuple[str, str], denominator: tuple[str, str], why: str) -> dict:
+    def table(side: tuple[str, str]) -> str:
+        return f'{{ {side[0]} = "{side[1]}" }}'
+
+    return {
+        "case": case,
+        "metric": metric,
+        "numerator": table(numerator),
+        "denominator": table(denominator),
+        "why": why,
+    }
 
 
 def write_suite(name: str, kind: str, folder: Path) -> list[Path]:
@@ -191,18 +204,25 @@ def write_suite(name: str, kind: str, folder: Path) -> list[Path]:
     folder = Path(folder).resolve()
     files: dict[Path, str] = {}
     fields = {"name": name, "folder": folder}
+    faster = "faster: the baseline's time over the contender's is above 1"
     if kind == "go":
         package = folder / name
         files[package / "go.mod"] = _GO_MOD.format(**fields)
         files[package / f"{name}_test.go"] = _GO.format(**fields)
-        claim = {"case": name, "baseline": "Baseline", "contender": "Contender"}
+        claim = _sides(name, "seconds", ("implementation", "Baseline"), ("implementation", "Contender"), faster)
         files[package / "claims.toml"] = _CLAIM.format(**fields, **claim)
     else:
         files[folder / f"test_{name}.py"] = (_MICRO if kind == "micro" else _LOAD).format(**fields)
         claim = (
-            {"case": "parse", "baseline": "baseline", "contender": "contender"}
+            _sides("parse", "seconds", ("implementation", "baseline"), ("implementation", "contender"), faster)
             if kind == "micro"
-            else {"case": "ceiling", "baseline": "hyper_hello", "contender": "hyper_hello"}
+            else _sides(
+                "ceiling",
+                "rps",
+                ("variant", "multi"),
+                ("variant", "current"),
+                "more requests per second: multi over current",
+            )
         )
         files[folder / f"{name}.claims.toml"] = _CLAIM.format(**fields, **claim)
     clash = [str(p) for p in files if p.exists()]
