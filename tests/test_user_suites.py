@@ -263,3 +263,25 @@ def test_a_suite_that_ran_names_its_claims_not_measured(tmp_path):
     assert [v.verdict for v in verdicts] == ["not measured"]
     text = answers_text(verdicts, done=["docs"], total=1)
     assert "docs.contender_vs_baseline: suite docs has no rows in this run" in text and "no claims yet" not in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("go") is None or shutil.which("git") is None, reason="needs Go and git")
+def test_ab_gates_a_go_package_of_ones_own_across_two_commits(tmp_path):
+    repo = tmp_path / "repo"
+    write_suite("strbuild", "go", repo / "benches")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    source = repo / "benches" / "strbuild" / "strbuild_test.go"
+    slower = source.read_text().replace("j < 64; j++ {\n\t\t\tsb.", "j < 256; j++ {\n\t\t\tsb.")
+    assert slower != source.read_text()  # the contender now does four times the work
+    source.write_text(slower)
+    subprocess.run([*git, "commit", "-qam", "head"], check=True)
+    args = ["polyperf", "ab", "HEAD~1", "HEAD", "strbuild", "--suites-dir", "benches", "--budget", "240"]
+    done = _polyperf(*args, "--seed", "7", cwd=repo)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    [line] = [row for row in done.stdout.splitlines() if row.startswith("| strbuild / Contender")]
+    assert "**slower**" in line and "polyperf ab: a regression was decided" in done.stderr
+    assert "Go benchmarks: the CPU time of a fresh `go test` process" in done.stdout
