@@ -201,7 +201,8 @@ def declare(infos: Iterable[MetricInfo], where: str = "a suite") -> None:
         known = CATALOGUE.get(info.name) or _DECLARED.get(info.name)
         if known is not None and known != info:
             owner = "polyperf's catalogue" if info.name in CATALOGUE else "another suite"
-            raise ValueError(f"{where}: metric {info.name} is declared otherwise by {owner}: {known}")
+            said = f"{known.unit}, {known.better} is better{', exact' if known.exact else ''}: {known.description}"
+            raise ValueError(f"{where}: metric {info.name} is declared otherwise by {owner} ({said})")
         _DECLARED[info.name] = info
 
 
