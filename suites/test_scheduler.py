@@ -20,13 +20,18 @@ import os
 
 import pytest
 
-from polyperf.common import procs, steps
 from polyperf.common.cpus import cpu_label
-from polyperf.common.logs import log_tail
 from polyperf.common.paths import GO_APPS, RUST_APPS
 from polyperf.common.repeats import repeat_numbers
 from polyperf.common.tools import require_tool
-from polyperf.measure.microbench import parse_go_bench, read_criterion
+from polyperf.measure.microbench import parse_go_bench
+from polyperf.orchestrate.native_bench import (
+    NativeSuiteFailed,
+    cargo_bench,
+    go_test,
+    record_criterion,
+    record_go_lines,
+)
 from polyperf.record.env import add_note
 
 OLD_CRATE = RUST_APPS / "sched_bench_old"
@@ -36,8 +41,6 @@ SHAPES = {
     "PingPong": "ping_pong",
     "ChainedSpawn": "chained_spawn",
 }
-BUILD_TIMEOUT = 1800  # a cold build of either crate takes ~4 min on 2 busy cores
-RUN_TIMEOUT = 600
 
 
 @pytest.fixture(scope="module")
@@ -63,25 +66,9 @@ def cpus():
     return sorted(os.sched_getaffinity(0))
 
 
-def _run(cmd, *, cwd, log, env=None, timeout=RUN_TIMEOUT):
-    code = procs.run(cmd, log_path=log, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
-    if code != 0:
-        raise AssertionError(f"`{' '.join(cmd)}` exited with {code} (log {log}): {log_tail(log, 6)}")
-
-
 def _cargo_bench(cwd, bench, criterion_home, args, log, workers, *, no_run=False):
-    cmd = ["cargo", "bench", "--locked", "--bench", bench, *(["--no-run"] if no_run else ["--", *args])]
-    env = {"POLYPERF_WORKERS": str(workers), "CRITERION_HOME": str(criterion_home), "CARGO_TERM_COLOR": "never"}
-    if not no_run:
-        _run(cmd, cwd=cwd, log=log, env=env, timeout=RUN_TIMEOUT)
-        return
-    # a cold build of a criterion crate takes minutes: say so (a cached one takes seconds)
-    with steps.step(
-        f"building the {bench} criterion benchmarks (cargo bench --no-run)",
-        f"cargo bench {bench}",
-        "about 4 min on 2 cores the first time",
-    ):
-        _run(cmd, cwd=cwd, log=log, env=env, timeout=BUILD_TIMEOUT)
+    env = {"POLYPERF_WORKERS": str(workers)}
+    cargo_bench(cwd, criterion_home, args, log, bench=bench, env=env, no_run=no_run)
 
 
 @pytest.fixture(scope="module")
@@ -98,26 +85,16 @@ def old_build(run_dir, cpus):
             len(cpus),
             no_run=True,
         )
-    except AssertionError as exc:
+    except NativeSuiteFailed as exc:
         return str(exc)
     return None
 
 
 def _record_criterion(record, folder, *, implementation, repeat, params):
-    found = read_criterion(folder)
-    assert found, f"criterion wrote no estimates under {folder}"
-    for estimate in found:
-        common = {
-            "case": estimate.function,
-            "implementation": implementation,
-            "variant": estimate.group,
-            "repeat": repeat,
-            "params": params,
-        }
-        for i, seconds in enumerate(estimate.sample_s):
-            record("seconds", seconds, "s", **{**common, "params": {**params, "sample": i, "round": repeat}})
-        record("criterion_estimate_s", estimate.typical_s, "s", **common)
-    return found
+    def label(estimate):
+        return {"case": estimate.function, "implementation": implementation, "variant": estimate.group}
+
+    return record_criterion(record, folder, label=label, repeat=repeat, params=params)
 
 
 def test_scheduler_rounds(record, run_dir, plan, cpus, old_build):
@@ -144,7 +121,7 @@ def test_scheduler_rounds(record, run_dir, plan, cpus, old_build):
             _record_criterion(record, home / "old", implementation="tokio 0.1", repeat=rnd, params=params)
         go_log = logs / f"sched-go-{rnd}.log"
         gomaxprocs = sorted({workers, 1}, reverse=True)
-        _run(
+        go_test(
             [
                 "go",
                 "test",
@@ -166,17 +143,17 @@ def test_scheduler_rounds(record, run_dir, plan, cpus, old_build):
         )
         lines = [line for line in parse_go_bench(go_log.read_text()) if line.name in SHAPES]
         assert len(lines) == len(SHAPES) * len(gomaxprocs), go_log.read_text()[-2000:]
-        for line in lines:
-            common = {
+        record_go_lines(
+            record,
+            lines,
+            label=lambda line: {
                 "case": SHAPES[line.name],
                 "implementation": "go",
                 "variant": f"gomaxprocs={line.procs}",
-                "repeat": rnd,
-                "params": {**params, "iterations": line.iterations},
-            }
-            record("seconds", line.seconds_per_op, "s", **common)
-            record("bytes_per_op", line.bytes_per_op or 0.0, "bytes", **common)
-            record("allocs_per_op", line.allocs_per_op or 0.0, "count", **common)
+            },
+            repeat=rnd,
+            params=params,
+        )
     if old_build is not None:
         add_note(run_dir, f"scheduler: the old tokio 0.1 thread pool did not build here: {old_build}")
         pytest.xfail(f"tokio 0.1's thread pool did not build here, so old vs new is not measured: {old_build}")

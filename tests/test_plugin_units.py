@@ -230,7 +230,7 @@ def test_progress_names_the_test_under_way_and_those_to_come(tmp_path, hooks):
     plugin.pytest_runtest_logstart("b", ("f", 1, "b"))  # no session yet: nothing written
     assert not (tmp_path / "progress.json").exists()
     config = _config(tmp_path, order=None)
-    items = [SimpleNamespace(nodeid=n) for n in ("a", "b", "c")]
+    items = [SimpleNamespace(nodeid=n, path=tmp_path / f"test_{n}.py") for n in ("a", "b", "c")]
     plugin.pytest_collection_modifyitems(None, config, items)
     hooks["config"] = config
     plugin.pytest_runtest_logstart("b", ("f", 1, "b"))
@@ -813,7 +813,11 @@ def _session_config(tmp_path, options: dict, *, benchmark: bool = True):
         getoption=lambda name, default=None: values.get(name, default),
         rootpath=tmp_path,
         stash={},
-        pluginmanager=SimpleNamespace(hasplugin=lambda name: benchmark and name == "benchmark"),
+        invocation_params=SimpleNamespace(args=("--polyperf-profile=smoke",)),
+        getini=lambda name: [],
+        pluginmanager=SimpleNamespace(
+            hasplugin=lambda name: benchmark and name == "benchmark", import_plugin=lambda name: None
+        ),
     )
 
 

@@ -35,6 +35,7 @@ from polyperf.common.profiles import get_profile
 from polyperf.progress import Progress
 from polyperf.record.run import Run
 from polyperf.record.run_dir import UnreadableLines, load_env, log_line, unreadable_note
+from polyperf.record.suite_files import keep_claims
 
 __all__ = ["RunOutcome", "available_suites", "find_suites_dir", "run"]
 
@@ -54,6 +55,10 @@ SUITE_ORDER = (
     "build_profiles",
 )
 NO_TESTS = 5  # pytest's exit code when a suite's tests were all deselected (`-k`): not a failure of the run
+# What every suite's pytest child gets wherever its folder is (the checkout's pyproject gives them only inside it):
+# polyperf's plugin by name (registered once even where it is installed or a conftest lists it), and locust's own
+# pytest plugin off (its import patches the standard library with gevent, under the suites' servers and timers).
+PYTEST_OPTIONS = ("-p", "polyperf.record.pytest_plugin", "-p", "no:locust")
 
 
 @dataclass(frozen=True)
@@ -69,29 +74,43 @@ class RunOutcome:
 
 
 def find_suites_dir(start: Path | None = None) -> Path:
-    """`suites/` of the checkout: next to the working directory, or the source tree of an editable install."""
-    candidates = [Path(start or Path.cwd()) / "suites", Path(__file__).resolve().parents[2] / "suites"]
-    for candidate in candidates:
-        if (candidate / "conftest.py").exists():
-            return candidate
+    """`suites/` next to the working directory (the checkout's, or a folder of suites of your own: no conftest.py
+    needed), else the source tree's of an editable install."""
+    here, checkout = Path(start or Path.cwd()) / "suites", Path(__file__).resolve().parents[2] / "suites"
+    if (here / "conftest.py").exists() or any(here.glob("test_*.py")):
+        return here
+    if (checkout / "conftest.py").exists():
+        return checkout
     raise FileNotFoundError(
         "cannot find the polyperf suites/ directory: run from the repository root or pass --suites-dir"
     )
 
 
+def _suite_paths(folder: Path) -> dict[str, Path]:
+    """Suite name -> what pytest is given: `test_<name>.py`, and a Go package or Cargo crate with benches (the
+    folder itself or one inside it), named after its folder."""
+    from polyperf.orchestrate.native_bench import native_kind
+
+    paths = {suite_of(p): p for p in folder.glob("test_*.py")}
+    for candidate in [folder, *sorted(p for p in folder.iterdir() if p.is_dir())] if folder.is_dir() else []:
+        if native_kind(candidate) is not None:
+            paths.setdefault(candidate.resolve().name, candidate)
+    return paths
+
+
 def available_suites(suites_dir: Path | None = None) -> list[str]:
-    folder = suites_dir or find_suites_dir()
-    return sorted(suite_of(p) for p in folder.glob("test_*.py"))
+    return sorted(_suite_paths(suites_dir or find_suites_dir()))
 
 
 def _suite_files(suites: Sequence[str], suites_dir: Path) -> list[Path]:
-    """The suites' files in `SUITE_ORDER` (all suites when none are named)."""
-    known = available_suites(suites_dir)
+    """The suites' files (or folders) in `SUITE_ORDER` (all suites when none are named)."""
+    paths = _suite_paths(suites_dir)
+    known = sorted(paths)
     unknown = [s for s in suites if s not in known]
     if unknown:
-        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; available: {', '.join(known)}")
+        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; available: {', '.join(known) or 'none'}")
     chosen = sorted(dict.fromkeys(suites or known), key=_order_key)
-    return [suites_dir / f"test_{s}.py" for s in chosen]
+    return [paths[s] for s in chosen]
 
 
 def _order_key(suite: str) -> tuple[int, str]:
@@ -189,6 +208,29 @@ def _combined(codes: Sequence[int]) -> int:
     return next((c for c in ran if c != 0), 0)
 
 
+def _claims_files(files: Sequence[Path], given: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The claims files beside the suites (`claims.toml`, `*.claims.toml`) and those given, checked together with
+    polyperf's own before anything starts: a bad file or an id used twice is one error line (ValueError)."""
+    from polyperf.analyse.user_claims import merged_claims
+    from polyperf.record.suite_files import claims_files_beside
+
+    found = [*claims_files_beside(files), *(Path(p) for p in given)]
+    merged_claims(found)
+    return found
+
+
+def _needs_native(files: Sequence[Path]) -> list[str]:
+    """The suites that import polyperf's Rust extension, where it is not built (each says so first, and fails at
+    collection with the same words; the others run without it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("polyperf._native") is not None:
+        return []
+    imports = re.compile(r"^\s*(from polyperf import .*\b_native\b|(from|import) polyperf\._native\b)", re.M)
+    texts = {f: f.read_text(encoding="utf-8", errors="replace") for f in files if f.is_file()}
+    return [suite_of(f) for f, text in texts.items() if imports.search(text)]
+
+
 def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float) -> Path | None:
     """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
     in the run's log: the README's "first answers after" figures come from there)."""
@@ -208,8 +250,15 @@ def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: 
     if not quiet:
         env = load_env(run_dir)
         new = None if final else done[-1:]
+        from polyperf.analyse.user_claims import claims_of_run
+
         text = answers_text(
-            run_verdicts(table), done=done, total=total, new=new, env=env, notes=env.get("notes", []) if final else ()
+            run_verdicts(table, claims_of_run(run_dir), done),
+            done=done,
+            total=total,
+            new=new,
+            env=env,
+            notes=env.get("notes", []) if final else (),
         )
         print(f"\n{text}\npolyperf: report {report_path}\n", flush=True)
     return report_path
@@ -227,29 +276,40 @@ def run(
     benchmark_table: bool = False,
     budget_s: float | None = None,
     continue_run: str | os.PathLike[str] | None = None,
+    claims: Sequence[str | os.PathLike[str]] = (),
 ) -> RunOutcome:
     """Runs the named suites (all by default, in `SUITE_ORDER`) and returns where the results and report are.
     With `report`, every suite's answers are written and printed as soon as it ends. Then, until `budget_s`
     seconds after the start (default: the profile's), repeats go to the entries still undecided (`topups`).
-    `continue_run`: a run of this commit and machine whose sequences go on (its suites that ran are not run again)."""
+    `continue_run`: a run of this commit and machine whose sequences go on (its suites that ran are not run again).
+    The run is judged against polyperf's claims, the claims files beside the suites and `claims` (files), all kept
+    in the run folder."""
     budget_s = get_profile(profile).budget_s if budget_s is None else budget_s  # a bad profile fails here
     folder = Path(suites_dir) if suites_dir else find_suites_dir()
     files = _suite_files(list(suites), folder)
     available = available_suites(folder)
-    names = [suite_of(f) for f in files]
+    names = [suite_of(f.resolve()) for f in files]
+    claims_files = _claims_files(files, claims)
     already: list[str] = []  # suites a continued run measured before: not run again
     if continue_run is not None:
         run_ = Run.resume(continue_run)
         already = [n for n in names if n in _suites_with_rows(run_)]
-        files = [f for f in files if suite_of(f) not in already]
-        names = [*already, *(suite_of(f) for f in files)]
+        files = [f for f in files if suite_of(f.resolve()) not in already]
+        names = [*already, *(suite_of(f.resolve()) for f in files)]
     else:
         run_ = Run.create(Path(out).resolve(), latest=True, profile=profile, suites=names)
     run_dir = run_.run_dir
+    if continue_run is None:  # a continued run keeps the claims files it was judged against
+        keep_claims(run_dir, claims_files)
     common = [f"--polyperf-profile={profile}", f"--polyperf-run-dir={run_dir}", "-v", "-ra", "--color=yes"]
+    common += PYTEST_OPTIONS
     progress = Progress(run_dir, profile)
     echo = None
     key = f"polyperf run --profile {profile} {' '.join(sorted(names))}"
+    if (unbuilt := _needs_native(files)) and not quiet:
+        from polyperf import NATIVE_MISSING
+
+        print(f"polyperf: {', '.join(unbuilt)}: {NATIVE_MISSING}", file=sys.stderr, flush=True)
     if not quiet:
         what = f"running {len(names)} suite{'s' if len(names) > 1 else ''} ({profile} profile) into {run_dir}"
         steps.announce(steps.describe(what, key, _EXPECTED.get((profile, len(names) == len(available)))))
@@ -294,13 +354,15 @@ def _top_up(
     run_: Run, deadline: float, folder: Path, echo: _Echo, seed_env: dict[str, str], args: list[str], quiet: bool
 ) -> str | None:
     """Repeats for the entries still undecided until `deadline` (`topups`); returns the signal that interrupted it."""
+    from polyperf.analyse.user_claims import claims_of_run
     from polyperf.report.terminal import run_verdicts
     from polyperf.topups import add_repeats
 
+    claims = claims_of_run(run_.run_dir)  # the run's own claims files, kept in the run folder
     topped = add_repeats(
         run_,
         deadline=deadline,
-        judge=run_verdicts,
+        judge=lambda table: run_verdicts(table, claims),
         stream=lambda cmd, env: _stream(cmd, run_, folder.parent, echo, {**seed_env, **env}),
         pytest_cmd=lambda nodes: [sys.executable, "-m", "pytest", *nodes, *args],
         quiet=quiet,

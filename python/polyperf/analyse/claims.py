@@ -92,6 +92,9 @@ class Claim:
     requires: str = ""  # an optional tool without which the entry cannot be measured (e.g. "wrk")
     margin: float | None = None  # size "as published" within published ÷/× margin
     margin_abs: float | None = None  # ... or within published ± margin_abs, in the entry's unit
+    # the article's own conditions (input, machine, versions) and what the suite measures on (`measured_on`),
+    # printed beside the verdict; `claims_file.CONDITIONS` names the keys
+    conditions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def size_band(self) -> tuple[float, float] | None:

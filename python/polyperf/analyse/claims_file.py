@@ -18,7 +18,7 @@ from typing import Any
 
 from polyperf.record.schema import COLUMNS
 
-__all__ = ["ENTRY_FIELDS", "RULE_KEYS", "SELECT_KEYS", "check_claims_data", "read_claims_file"]
+__all__ = ["CONDITIONS", "ENTRY_FIELDS", "RULE_KEYS", "SELECT_KEYS", "check_claims_data", "read_claims_file"]
 
 Check = Callable[[Any, Mapping[str, Any]], str]  # (value, the whole entry) -> "" or what is wrong
 
@@ -71,6 +71,25 @@ def _table(value: Any, _entry: Mapping[str, Any]) -> str:
     return "" if isinstance(value, dict) else f"must be a table ({{ key = value, ... }}), found {_shown(value)}"
 
 
+# an entry's `conditions`: what the article measured on, and what the suite measures on instead
+CONDITIONS = {
+    "input": "the article's input (a file, a document, a request)",
+    "machine": "the article's machine",
+    "versions": "the versions the article used",
+    "measured_on": "what this suite measures on, where it differs (e.g. a generated document like the article's)",
+}
+
+
+def _conditions(value: Any, _entry: Mapping[str, Any]) -> str:
+    if not isinstance(value, dict):
+        return f'must be a table ({{ input = "...", ... }}), found {_shown(value)}'
+    unknown = _unknown(value, CONDITIONS, "", "key")
+    if unknown:
+        return unknown[0]
+    wrong = [k for k, v in value.items() if not isinstance(v, str) or not v.strip()]
+    return f"{wrong[0]}: must be text, found {_shown(value[wrong[0]])}" if wrong else ""
+
+
 def _shown(value: Any) -> str:
     kind = {str: "text", bool: "a boolean", int: "a number", float: "a number", list: "an array", dict: "a table"}
     return f"{kind.get(type(value), type(value).__name__)} {value!r:.40}"
@@ -96,6 +115,7 @@ ENTRY_FIELDS: dict[str, tuple[bool, Check]] = {  # field -> (required, check)
     "requires": (False, _text()),
     "margin": (False, _number(1, above=True)),
     "margin_abs": (False, _number(0)),
+    "conditions": (False, _conditions),
 }
 # rule.kind -> its own keys (besides `kind` and `why`); the first one is required
 RULE_KEYS: dict[str, dict[str, Check]] = {

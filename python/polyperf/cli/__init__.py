@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polyperf.cli import ab, apps, export, history, remote, runs, tools, verdicts
+from polyperf.cli import ab, apps, export, history, new, remote, runs, tools, verdicts
 from polyperf.common.redact import redact
 
 DESCRIPTION = """\
@@ -23,6 +23,7 @@ typical use:
   polyperf run io_buffering --profile smoke
   polyperf report reports/latest    # re-render a run's report
   polyperf verdicts reports/latest --claims my_claims.toml --json
+  polyperf new suite mine --dir my_suites && polyperf run --suites-dir my_suites mine
   polyperf history --fail-on-regression   # change points over commits in the runs' history
 """
 
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polyperf", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (runs, ab, verdicts, history, apps, tools, remote, export):
+    for group in (runs, new, ab, verdicts, history, apps, tools, remote, export):
         group.add_parsers(sub)
     return parser
 

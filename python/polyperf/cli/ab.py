@@ -73,12 +73,20 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         env_b=dict(args.test_env_b or ()),
         out=Path(args.out),
     )
-    try:
-        options.check()
-    except ValueError as exc:
-        print(f"polyperf ab: {exc}", file=sys.stderr)
-        return 2
-    outcome = run_ab(options)
+    if args.suites_dir is not None:  # a suite of your own: a Go package in (or at) that folder
+        from polyperf.ab_native import run_ab_native
+
+        folder = Path(args.suites_dir)
+        [suite] = options.suites if len(options.suites) == 1 else [""]
+        folder = folder if folder.resolve().name == suite else folder / suite
+        outcome = run_ab_native(options, folder)
+    else:
+        try:
+            options.check()
+        except ValueError as exc:
+            print(f"polyperf ab: {exc}", file=sys.stderr)
+            return 2
+        outcome = run_ab(options)
     print(outcome.markdown)
     print(f"run directory: {outcome.run_dir}")
     if args.markdown:
@@ -135,6 +143,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=None, help="seed of the A/B order (default: drawn, in env.json)")
     p.add_argument("--out", default="reports", help="output directory of the run folder (default: reports)")
+    p.add_argument(
+        "--suites-dir",
+        default=None,
+        metavar="DIR",
+        help="SUITE is a Go package of yours in (or at) DIR: its Benchmark functions at BASE and HEAD of the git "
+        "repository DIR is in, each side a fresh process of a fixed number of iterations, CPU time per iteration gated",
+    )
     p.add_argument("--markdown", default=None, metavar="FILE", help="also write the table as Markdown (PR comment)")
     p.add_argument(
         "--test-env-b",

@@ -72,6 +72,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         benchmark_table=args.benchmark_table,
         budget_s=args.budget,
         continue_run=args.continue_run,
+        claims=args.claims or (),
     )
     print(f"\nrun directory: {outcome.run_dir}")
     if outcome.report:
@@ -137,7 +138,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.markdown:
         Path(args.markdown).write_text(to_markdown(table, only_changes=args.only_changes), encoding="utf-8")
     if not frame_a.empty and not frame_b.empty:
-        moved = verdict_changes(frame_a, frame_b)
+        from polyperf.analyse.user_claims import merged_claims
+        from polyperf.record.suite_files import kept_claims
+
+        moved = verdict_changes(frame_a, frame_b, merged_claims([*kept_claims(run_a), *kept_claims(run_b)]))
         print(f"\nverdicts that changed: {len(moved)}")
         for row in moved.itertuples():
             print(f"  {row.claim} ({row.kind}): {row.verdict_a} -> {row.verdict_b}; B: {row.reason_b}")
@@ -203,6 +207,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default="reports", help="output directory (default: reports)")
     p.add_argument("--suites-dir", default=None, help="where the suites live (default: ./suites)")
+    p.add_argument(
+        "--claims",
+        action="append",
+        metavar="FILE",
+        help="a claims file of yours (TOML, the format of `polyperf verdicts --help`), judged with polyperf's own; "
+        "repeatable. claims.toml and *.claims.toml beside the suites are read without it",
+    )
     p.add_argument("--no-report", action="store_true", help="skip writing the report (and the answers)")
     p.add_argument(
         "--budget",

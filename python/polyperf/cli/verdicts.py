@@ -30,7 +30,9 @@ a mix of direction and equivalence tests on shared rows needs): an outcome its o
 adjustment does not is "inconclusive", and says so. A part held back by the noise floor cannot be declared and
 enters the family with p = 1, so that it cannot lower the bar for the others. Exact counts are not tests.
 
-A claims file is TOML, one [[claims]] table per entry (the built-in one is python/polyperf/analyse/claims.toml):
+A claims file is TOML, one [[claims]] table per entry (the built-in one is python/polyperf/analyse/claims.toml).
+`polyperf run` also reads claims.toml and *.claims.toml beside the suites and `--claims FILE`, keeps them in the run
+folder, and every later command judges the run against them; an id used twice is refused in one line.
 
   [[claims]]
   id = "mine.unbuffered_slower"
@@ -39,7 +41,9 @@ A claims file is TOML, one [[claims]] table per entry (the built-in one is pytho
   source = "who said it, where"
   statement = "unbuffered parsing is slower than buffered"
   published = 11.43               # the published figure; leave out for a direction-only claim
-  margin = 2.0                    # size "as published" within 11.43 ÷/× 2 (or margin_abs = 1.5, in the unit)
+  margin = 2.0                    # size "as published" within 11.43 ÷/× 2 (or margin_abs = 1.5, in the unit);
+                                  # left out: (1 + half the last written digit / published) x 1.25 for timings,
+                                  # x 1 for exact counts (11.43: 1.2505)
   unit = "x"
   measure = "ratio"               # or "value": the median of the selected rows
   metric = "seconds"
@@ -49,6 +53,9 @@ A claims file is TOML, one [[claims]] table per entry (the built-in one is pytho
   paired = false                  # true when the two were measured interleaved, repeat by repeat
   min_effect = 0.05               # optional: differences under 5% are never decided
   rule = { kind = "greater_than", threshold = 1.0, why = "..." }
+  [claims.conditions]             # optional, printed beside the verdict
+  input = "a 2 MB GeoJSON file"   # also machine, versions: the article's own
+  measured_on = "a generated GeoJSON file of the article's size"
   # rule kinds: within_factor (factor), within_abs (tolerance), less_than / greater_than (threshold);
   # within_* centre on `published`, or on rule.center for a check.
 
@@ -84,7 +91,8 @@ def _text(records: list[dict]) -> str:
 
 
 def _cmd_verdicts(args: argparse.Namespace) -> int:
-    from polyperf.analyse.claims import evaluate, load_claims
+    from polyperf.analyse.claims import evaluate
+    from polyperf.analyse.user_claims import claims_of_run, merged_claims
     from polyperf.record import load_run, resolve_run
     from polyperf.record.run_dir import UnreadableLines
 
@@ -94,11 +102,13 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
         table = load_run(run_dir)
     for warning in caught:
         print(f"polyperf verdicts: {warning.message}", file=sys.stderr)
-    if args.claims:
-        entries = load_claims(Path(args.claims))
-    else:
+    if args.claims:  # every entry of the given files, their ids checked against the run's other claims
+        given = [Path(p) for p in args.claims]
+        ids = {c.id for c in merged_claims(given, builtin=None)}
+        entries = [c for c in claims_of_run(run_dir, given) if c.id in ids]
+    else:  # polyperf's claims and those kept in the run, of the suites it ran
         suites = set(table["suite"].dropna()) if "suite" in table else set()
-        entries = [c for c in load_claims() if c.suite in suites]
+        entries = [c for c in claims_of_run(run_dir) if c.suite in suites]
     verdicts = evaluate(table, entries, family=args.family)
     records = [v.as_record() for v in verdicts]
     if args.json:
@@ -126,7 +136,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         default="reports/latest",
         help="run directory, or an output dir meaning its latest run (default: reports/latest)",
     )
-    p.add_argument("--claims", default=None, metavar="FILE", help="your claims file (TOML, the format below)")
+    p.add_argument(
+        "--claims",
+        action="append",
+        metavar="FILE",
+        help="your claims file (TOML, the format below); repeatable. Without it: polyperf's claims and those the run "
+        "was made with (claims.toml beside its suites, `run --claims`)",
+    )
     p.add_argument(
         "--json",
         action="store_true",

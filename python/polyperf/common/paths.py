@@ -18,6 +18,7 @@ LOG_PARTS = {
     "builds": "one log per build of an app",
     "load": "one folder per load generator (oha, wrk, bombardier, locust, drill) with its raw per-call files",
     "counts": "the counting servers' allocation and syscall traces",
+    "benches": "one folder per Go or Cargo benchmark suite: its build and each repeat's own output",
 }
 LOGS_GUIDE = (
     "logs: polyperf.log (this log: the run's own lines), pytest.log (pytest's output, every suite), "

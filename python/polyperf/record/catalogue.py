@@ -15,7 +15,7 @@ from typing import Literal
 
 from polyperf.record.schema import BASE_UNITS, upgrade
 
-__all__ = ["CATALOGUE", "FAMILIES", "MetricInfo", "current_metric", "metric_info"]
+__all__ = ["CATALOGUE", "FAMILIES", "MetricInfo", "current_metric", "declare", "declared", "metric", "metric_info"]
 
 Better = Literal["higher", "lower", "none"]
 
@@ -177,9 +177,44 @@ def _index(entries: Iterable[MetricInfo]) -> Mapping[str, MetricInfo]:
 CATALOGUE: Mapping[str, MetricInfo] = _index([*_LOAD, *_COUNTS, *_TIMES, *_BUILDS, *_DATABASE])
 
 
+# Metrics a suite of the user's own declares (`POLYPERF_METRICS = [metric(...), ...]` in its module), kept in its
+# run folder (`record.suite_files`) and declared again whenever that run is loaded: no package file to edit.
+_DECLARED: dict[str, MetricInfo] = {}
+
+
+def metric(
+    name: str, unit: str, better: Better, description: str, *, exact: bool = False, gated: bool = True
+) -> MetricInfo:
+    """A metric of a suite's own, declared as polyperf declares its own: base unit, which way is better, whether a
+    run reproduces it exactly, whether a gate may fail on it."""
+    if better not in ("higher", "lower", "none"):
+        raise ValueError(f"metric {name}: better must be higher, lower or none, not {better!r}")
+    return MetricInfo(name, unit, better, exact, gated, description)
+
+
+def declare(infos: Iterable[MetricInfo], where: str = "a suite") -> None:
+    """Adds metrics to the catalogue of this process. Declaring one again the same way is no change; a name polyperf
+    or another suite already declares otherwise is a ValueError of one line naming `where`."""
+    for info in infos:
+        if not isinstance(info, MetricInfo):
+            raise ValueError(f"{where}: POLYPERF_METRICS holds {info!r}, not a metric(...)")
+        known = CATALOGUE.get(info.name) or _DECLARED.get(info.name)
+        if known is not None and known != info:
+            owner = "polyperf's catalogue" if info.name in CATALOGUE else "another suite"
+            said = f"{known.unit}, {known.better} is better{', exact' if known.exact else ''}: {known.description}"
+            raise ValueError(f"{where}: metric {info.name} is declared otherwise by {owner} ({said})")
+        _DECLARED[info.name] = info
+
+
+def declared() -> list[MetricInfo]:
+    """The metrics suites declared in this process (beyond polyperf's own)."""
+    return [info for name, info in _DECLARED.items() if name not in CATALOGUE]
+
+
 def metric_info(name: str) -> MetricInfo | None:
-    """The metric's declaration; None for a name the catalogue does not know (report it as unknown)."""
-    return CATALOGUE.get(name)
+    """The metric's declaration (polyperf's, or a suite's own); None for a name nobody declares (report it as
+    unknown)."""
+    return CATALOGUE.get(name) or _DECLARED.get(name)
 
 
 def current_metric(metric: str, unit: str) -> tuple[str, str]:

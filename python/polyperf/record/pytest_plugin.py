@@ -2,7 +2,10 @@
 run directory per session, the `record` fixture, the load suites' CPU split, and pytest-benchmark timings
 folded into the same tidy table through its public `pytest_benchmark_update_json` hook.
 
-Loaded by `suites/conftest.py`, so plain `pytest suites/...` and `polyperf run` behave the same.
+Registered wherever polyperf is installed (the `pytest11` entry point, under this module's own name, so that
+`suites/conftest.py` listing it too registers it once), and inert until a session asks for it: a `--polyperf-*`
+option, `-p polyperf.record.pytest_plugin`, or a conftest listing it in `pytest_plugins`. So `pytest my_suites/
+--polyperf-profile=quick` records a run in any repository, and a project's own tests make no run directory.
 """
 
 from __future__ import annotations
@@ -31,10 +34,15 @@ from polyperf.record.recorder import Recorder
 from polyperf.record.run import Run
 from polyperf.record.run_dir import ENV, RowWriter
 from polyperf.record.schema import Row
+from polyperf.record.suite_files import claims_files_beside, keep_claims, keep_metrics
 
-__all__ = ["LoadOptions", "benchmark_from_workers", "describe_benchmark", "suite_of"]
+__all__ = ["PLUGIN", "LoadOptions", "benchmark_from_workers", "describe_benchmark", "run_of", "suite_of", "wanted"]
 
 _EXTRA_KEY = "polyperf"
+PLUGIN = __name__  # the entry point's name too: pytest registers a plugin once per name
+# the experiments' fixtures and collectors (`load_env`, `env`, Go and Cargo benchmark folders), a later stage's
+# plugin: registered by name when a session is wanted, so that no other pytest session gets a fixture named `env`
+SUITES_PLUGIN = "polyperf.orchestrate.pytest_suites"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -112,10 +120,27 @@ _WRITTEN = pytest.StashKey[set[int]]()  # pytest-benchmark results whose rows ar
 _CONFIG: dict[str, pytest.Config] = {}  # hooks without a config argument find it here
 
 
+def wanted(config: pytest.Config) -> bool:
+    """Whether this session records a run: a `--polyperf-*` option on the command line (or in `addopts`),
+    `-p polyperf.record.pytest_plugin`, or a conftest that lists the plugin in `pytest_plugins`. Installed, the
+    plugin is loaded into every pytest session of the environment, and most of those are not benchmarks."""
+    args = [*config.invocation_params.args, *config.getini("addopts")]
+    if any(str(a).startswith("--polyperf-") for a in args):
+        return True
+    if PLUGIN in (getattr(config.option, "plugins", None) or []):
+        return True
+    for plugin in config.pluginmanager.get_plugins():
+        listed = getattr(plugin, "pytest_plugins", ())
+        if PLUGIN in ([listed] if isinstance(listed, str) else listed):
+            return True
+    return False
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if config.option.collectonly or hasattr(config, "workerinput"):
+    if config.option.collectonly or hasattr(config, "workerinput") or not wanted(config):
         return
+    config.pluginmanager.import_plugin(SUITES_PLUGIN)
     try:  # overlapping CPU sets are refused before anything starts
         split_cpus(config.getoption("--server-cpus"), config.getoption("--client-cpus"))
     except ValueError as exc:
@@ -145,6 +170,19 @@ def _run(config: pytest.Config) -> Run:
     """The session's `Run` (made by `pytest_configure`; a stand-in config names only the directory)."""
     run = config.stash.get(_RUN, None)
     return run if run is not None else Run(config.stash[_RUN_DIR])
+
+
+_OFF = (
+    "polyperf records nothing in this session: pass --polyperf-profile=smoke|quick|full (or -p {plugin}, or list "
+    "it in a conftest's pytest_plugins)"
+)
+
+
+def run_of(config: pytest.Config) -> Run:
+    """The session's run, for fixtures and collectors of later stages; a clear usage error where the plugin is off."""
+    if _RUN_DIR not in config.stash:
+        raise pytest.UsageError(_OFF.format(plugin=PLUGIN))
+    return _run(config)
 
 
 def _mark_interrupted(run_dir: Path, name: str) -> None:
@@ -184,6 +222,18 @@ def live_line_sink(config: pytest.Config) -> Callable[[str], None]:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[_ORDER] = [item.nodeid for item in items]
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is None:
+        return
+    # the claims beside the suites, judged with the run wherever it is reported; the metrics the suites declare
+    keep_claims(run_dir, claims_files_beside({Path(item.path) for item in items}))
+    modules = {id(m): m for item in items if (m := getattr(item, "module", None)) is not None}
+    for module in modules.values():
+        declared = getattr(module, "POLYPERF_METRICS", ())
+        try:
+            keep_metrics(run_dir, declared, f"{module.__file__}: POLYPERF_METRICS")
+        except (ValueError, TypeError) as exc:  # one line, before any measurement
+            pytest.exit(f"polyperf: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
@@ -244,13 +294,14 @@ def profile(pytestconfig: pytest.Config) -> Profile:
 @pytest.fixture(scope="session")
 def run_dir(pytestconfig: pytest.Config) -> Path:
     """This session's run directory (logs go in `run_dir / "logs"`)."""
-    return pytestconfig.stash[_RUN_DIR]
+    return run_of(pytestconfig).run_dir
 
 
 @pytest.fixture(scope="module")
 def record(request: pytest.FixtureRequest, pytestconfig: pytest.Config) -> Recorder:
     """`record(metric, value, unit, case=..., implementation=..., variant=..., params=..., repeat=0)`
     appends one row (base units only) to the run's table at once, so it survives a later crash."""
+    run_of(pytestconfig)  # the plugin is on
     return Recorder(pytestconfig.stash[_WRITER], suite_of(request.node.nodeid))
 
 
@@ -322,7 +373,7 @@ def load_options(pytestconfig: pytest.Config) -> LoadOptions:
     flamegraph = bool(pytestconfig.getoption("--flamegraph"))
     given = pytestconfig.getoption("--seed")
     seed = secrets.randbelow(2**32) if given is None else given
-    _run(pytestconfig).update_env(seed=seed)
+    run_of(pytestconfig).update_env(seed=seed)
     return LoadOptions(server_cpus, client_cpus, flamegraph, quota, auto, period, refused, seed)
 
 

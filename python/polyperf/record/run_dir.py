@@ -26,6 +26,7 @@ from polyperf.common.redact import redact
 from polyperf.record.env_record import RunEnv
 from polyperf.record.lines import Read, by_kind, lines_text, read_jsonl, read_parquet, rows_held
 from polyperf.record.schema import SCHEMA_VERSION, Row, as_frame, params_key
+from polyperf.record.suite_files import kept_metrics
 
 __all__ = [
     "RowWriter",
@@ -279,6 +280,7 @@ def load_run(path: str | os.PathLike[str] = "reports/latest") -> pd.DataFrame:
     (`table.attrs["left_out_lines"]`); both are counted with a warning, and why is in `table.attrs["problems"]`
     (line → reason)."""
     run_dir = resolve_run(path)
+    kept_metrics(run_dir)  # the metrics its suites declared join this process's catalogue
     read, source, kept = _read_larger(run_dir)
     frame = as_frame(read.records)
     skipped, left_out = sorted(read.skipped), sorted(read.left_out)

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from polyperf.analyse.claims import evaluate
+from polyperf.analyse.user_claims import claims_of_run
 from polyperf.common.atomic import atomic_path, safe_dir, write_text_atomic
 from polyperf.record.lines import valid_rows
 from polyperf.record.run_dir import load_env, load_run, resolve_run
@@ -121,7 +122,7 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     env = load_env(run_dir)
     fig_dir = safe_dir(run_dir / "report")
     suites = sorted(table["suite"].dropna().unique())
-    verdicts = [v for v in evaluate(table) if v.claim.suite in suites]
+    verdicts = [v for v in evaluate(table, claims_of_run(run_dir)) if v.claim.suite in suites]
     claimed: dict[str, set[str]] = {}
     for v in verdicts:
         claimed.setdefault(v.claim.suite, set()).add(v.claim.metric)
@@ -135,7 +136,7 @@ def write_report(run: str | os.PathLike[str]) -> Path:
         "env_line": env_line(env),
         "interrupted": env.get("interrupted"),
         "notes": NOTES,
-        "verdicts": verdict_rows(verdicts),
+        "verdicts": verdict_rows(verdicts, env),
         "counts": verdict_counts(verdicts),
         "family": verdicts[0].family.describe() if verdicts and verdicts[0].family else "",
         # what needs reading first; noisy series (many in a smoke run of few repeats) fold away under it

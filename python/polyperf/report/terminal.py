@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from polyperf.analyse.claims import Verdict, evaluate
+from polyperf.analyse.claims import Claim, Verdict, evaluate
 from polyperf.report.view import VerdictRow, verdict_counts, verdict_rows
 
 __all__ = ["answers_text", "run_verdicts"]
@@ -17,10 +17,13 @@ __all__ = ["answers_text", "run_verdicts"]
 _SHORT = {"reproduced": "reproduced", "not reproduced": "NOT reproduced", "inconclusive": "inconclusive"}
 
 
-def run_verdicts(table: pd.DataFrame) -> list[Verdict]:
-    """The built-in claims of the suites the table holds, judged on it (one family, as the report does)."""
-    suites = set(table["suite"].dropna()) if "suite" in table else set()
-    return [v for v in evaluate(table) if v.claim.suite in suites]
+def run_verdicts(
+    table: pd.DataFrame, claims: Sequence[Claim] | None = None, suites: Iterable[str] = ()
+) -> list[Verdict]:
+    """The claims (the built-in ones by default) of the suites the table holds or `suites` names, judged on it (one
+    family, as the report does): a suite that ran but recorded nothing names its claims as not measured."""
+    ran = (set(table["suite"].dropna()) if "suite" in table else set()) | set(suites)
+    return [v for v in evaluate(table, claims) if v.claim.suite in ran]
 
 
 def _line(row: VerdictRow, still_open: Mapping[str, str]) -> str:
@@ -30,10 +33,11 @@ def _line(row: VerdictRow, still_open: Mapping[str, str]) -> str:
     detail = f"  {'':<14} measured {measured}, n = {row.n}" if row.measured not in ("", "–") else ""
     if detail and row.family_interval:  # the interval the decision after the family's control agrees with
         detail += f"; {row.family_interval}"
-    why = (
-        f"  {'':<14} still open: {still_open[row.id]}" if row.verdict == "inconclusive" and row.id in still_open else ""
-    )
-    return "\n".join(part for part in (text, detail, why) if part)
+    why = ""
+    if row.verdict == "inconclusive" and row.id in still_open:  # the data or the budget: which one left it open
+        why = f"  {'':<14} still open: {still_open[row.id]}"
+    conditions = f"  {'':<14} {row.conditions}" if row.conditions else ""
+    return "\n".join(part for part in (text, detail, conditions, why) if part)
 
 
 def answers_text(
@@ -51,7 +55,7 @@ def answers_text(
     counts = verdict_counts(verdicts)
     said = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
     head = f"polyperf: answers after {len(done)} of {total} suites ({', '.join(done)}): {said or 'no claims yet'}"
-    rows = [r for r in verdict_rows(verdicts) if new is None or r.suite in new]
+    rows = [r for r in verdict_rows(verdicts, env) if new is None or r.suite in new]
     measured = [r for r in rows if r.verdict != "not measured"]
     missing = [r for r in rows if r.verdict == "not measured"]
     top_ups = (env or {}).get("top_ups") or {}

@@ -57,6 +57,8 @@ class VerdictRow:
     verdict_text: str = ""  # the headline: "reproduced, 3.7x larger than published (42.8x vs 11.43x)"
     # where the family's control held a part back: the interval at the family's level, which touches the bound
     family_interval: str = ""
+    # the article's conditions beside this run's: "published on canada.json; measured on a generated …, <CPU>"
+    conditions: str = ""
 
 
 @dataclass(frozen=True)
@@ -156,8 +158,24 @@ def _size_ratio(v: Verdict) -> str:
 _KIND_ORDER = {"claim": 0, "derived": 1, "check": 2}
 
 
-def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
-    """Claims first, then polyperf's restatements (derived), then checks, each in registry order."""
+def conditions_text(conditions: Mapping[str, str], env: Mapping[str, Any] | None) -> str:
+    """ "published on canada.json, a 2019 laptop; measured on a generated canada-like document, <CPU> × 2": the
+    article's input, machine and versions beside what this run measured on. Empty when the entry names none."""
+    if not conditions:
+        return ""
+    published = [conditions[k] for k in ("input", "machine", "versions") if conditions.get(k)]
+    here = [conditions["measured_on"]] if conditions.get("measured_on") else []
+    if env and (env.get("cpu_model") or env.get("cpu_count")):
+        here.append(f"{env.get('cpu_model') or 'CPU'} × {env.get('cpu_count', '?')}")
+    if env and conditions.get("versions") and env.get("python"):
+        here.append(f"Python {str(env['python']).split(' ')[0]}")
+    text = f"published on {', '.join(published)}" if published else ""
+    return "; ".join(part for part in (text, f"measured on {', '.join(here)}" if here else "") if part)
+
+
+def verdict_rows(verdicts: Iterable[Verdict], env: Mapping[str, Any] | None = None) -> list[VerdictRow]:
+    """Claims first, then polyperf's restatements (derived), then checks, each in registry order; `env` (the run's
+    env.json) names the machine beside an entry's conditions."""
     rows = []
     for v in sorted(verdicts, key=lambda v: _KIND_ORDER.get(v.claim.kind, 3)):
         c, m = v.claim, v.measured
@@ -193,6 +211,7 @@ def verdict_rows(verdicts: Iterable[Verdict]) -> list[VerdictRow]:
                 size_ratio=_size_ratio(v),
                 family_interval=family_interval,
                 verdict_text=v.headline or v.verdict,
+                conditions=conditions_text(getattr(c, "conditions", None) or {}, env),
             )
         )
     return rows

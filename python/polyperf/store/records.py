@@ -146,12 +146,13 @@ def _exact_series(series: pd.DataFrame) -> frozenset[int]:
     return frozenset(series.loc[exact, "series_id"])
 
 
-def _verdicts(frame: pd.DataFrame) -> pd.DataFrame:
-    from polyperf.analyse.claims import evaluate, load_claims, verdict_table
+def _verdicts(frame: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
+    from polyperf.analyse.claims import evaluate, verdict_table
+    from polyperf.analyse.user_claims import claims_of_run
 
     suites = set(frame["suite"].dropna())  # a claim of a suite that did not run is not measured: not judged
-    try:
-        claims = [c for c in load_claims() if c.suite in suites]
+    try:  # polyperf's claims and those the run was made with
+        claims = [c for c in claims_of_run(run_dir) if c.suite in suites]
     except ValueError:  # a registry being edited into a bad state costs the run its verdicts, not its series
         return pd.DataFrame(columns=["claim"])
     table = verdict_table(evaluate(frame, claims))
@@ -190,7 +191,7 @@ def read_run(path: str | Path) -> RunRecord:
     samples.insert(0, "run_id", run_dir.name)
     points = points_of(samples, _exact_series(series))
     points.insert(0, "run_id", run_dir.name)
-    verdicts = _verdicts(frame)
+    verdicts = _verdicts(frame, run_dir)
     verdicts.insert(0, "run_id", run_dir.name)
     return RunRecord(_meta(run_dir, env), series, samples, points, verdicts)
 
