@@ -74,7 +74,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         out=Path(args.out),
     )
     if args.suites_dir is not None:  # a suite of your own: a Go package in (or at) that folder
-        from polyperf.ab_native import run_ab_native
+        from polyperf.gate.native import run_ab_native
 
         folder = Path(args.suites_dir)
         [suite] = options.suites if len(options.suites) == 1 else [""]

@@ -24,15 +24,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from polyperf.ab import ABOptions, ABOutcome, _orders, _summary
 from polyperf.analyse.ab import GATED_METRICS, evaluate_pairs, overall, to_markdown
 from polyperf.common import procs
 from polyperf.common.atomic import write_text_atomic
 from polyperf.common.tools import require_tool
+from polyperf.gate.micro import orders as _orders
+from polyperf.gate.options import ABOptions, ABOutcome
+from polyperf.gate.session import _summary
 from polyperf.measure.microbench import parse_go_bench
 from polyperf.orchestrate.native_bench import NativeSuiteFailed, label_of, native_kind
-from polyperf.record.env import write_env
-from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir, point_latest
+from polyperf.record.run import Run
 from polyperf.record.schema import Row
 
 __all__ = ["run_ab_native"]
@@ -125,7 +126,12 @@ def run_ab_native(options: ABOptions, folder: Path) -> ABOutcome:
     repo = Path(_git(folder, "rev-parse", "--show-toplevel").decode().strip())
     suite = folder.name
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
-    run_dir = new_run_dir(Path(options.out).resolve())
+    with Run.create(Path(options.out).resolve(), latest=True, profile="ab", suites=[suite]) as run:
+        return _session(options, run, folder, repo, suite, seed)
+
+
+def _session(options: ABOptions, run: Run, folder: Path, repo: Path, suite: str, seed: int) -> ABOutcome:
+    run_dir = run.run_dir
     builds = run_dir / "logs" / "benches" / suite
     builds.mkdir(parents=True, exist_ok=True)
     package = folder.relative_to(repo)
@@ -138,11 +144,10 @@ def run_ab_native(options: ABOptions, folder: Path) -> ABOutcome:
     # iterations per process, chosen once on B: every later process of either side runs exactly as many
     counts = {n: max(1, _bench(b, n, f"{options.target_s}s", builds / "calibrate.log")[1]) for n in names}
     sides = {"A": {"name": options.base, "commit": commit_a}, "B": {"name": options.head, "commit": commit_b}}
-    write_env(run_dir, profile="ab", suites=[suite], ab={"sides": sides, "seed": seed, "iterations": counts})
-    point_latest(run_dir)
+    run.update_env(ab={"sides": sides, "seed": seed, "iterations": counts})
     measure = _Measure(suite, names, counts, {"A": a, "B": b}, builds)
     table, frames, stop, started = pd.DataFrame(), [], "pair limit", time.monotonic()
-    writer, orders = RowWriter(run_dir), _orders(seed)
+    writer, orders = run.writer, _orders(seed)
     try:
         for repeat in range(options.max_pairs):
             pair = measure.pair(repeat, next(orders))
@@ -168,11 +173,10 @@ def run_ab_native(options: ABOptions, folder: Path) -> ABOutcome:
         "pairs": len(frames),
         "elapsed_s": elapsed,
         "stopped": stop,
-        # no stored sequence here (ab_store keys it on polyperf's own revisions): a rerun starts afresh
+        # no stored sequence here (the gate's stored sequences key polyperf's own revisions): a rerun starts afresh
         "summary": _summary(verdict, table, options.threshold).replace(" (a rerun continues this sequence)", ""),
     }
     markdown = to_markdown(table, header).replace(_MICRO_WORDS, _GO_WORDS.format(counts=counts))
     write_text_atomic(run_dir / "ab.md", markdown)
     write_text_atomic(run_dir / "ab.json", table.to_json(orient="records", indent=1))
-    finalize_run(run_dir)
     return ABOutcome(run_dir, table, verdict, markdown, len(frames), elapsed, stop == "interrupted")
