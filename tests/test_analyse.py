@@ -228,6 +228,7 @@ def test_a_verdict_record_has_every_field(tmp_path):
         "margin_abs": None,
         "headline": "reproduced",
         "p_values": {},
+        "e_values": {},
         "p_adjusted": {},
         "family": None,
     }
@@ -259,7 +260,7 @@ def _run(run_id: str, slow: float, suite: str = "io"):
     rng = np.random.default_rng(7)
     rows = []
     for variant, center in (("slow", slow), ("fast", 1.0)):
-        for repeat in range(8):
+        for repeat in range(16):  # an unpaired ratio is declared from about 15 repeats per side
             value = center * float(rng.uniform(0.99, 1.01))
             rows.append(
                 {"run_id": run_id, "suite": suite, "case": "parse", "implementation": "x", "variant": variant}

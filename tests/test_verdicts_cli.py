@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import polyperf
+from polyperf.analyse.anytime import min_repeats
 from polyperf.record import Row
 from polyperf.record.run_dir import RowWriter, new_run_dir
 
@@ -92,7 +93,7 @@ def test_verdicts_json_of_a_users_claims_file(tmp_path, repeats, decided):
         assert 0 < double["noise_floor"] < 0.2
     else:
         assert double["verdict"] == "inconclusive" and double["ci_low"] is None
-        assert double["reason"] == "too few samples (n = 2; needs ≥ 6)"
+        assert double["reason"] == f"too few samples (n = 2; needs ≥ {min_repeats()})"
     absent = by_id["toy.absent"]
     assert absent["verdict"] == "not measured" and "case = 'renamed'" in absent["reason"]
 

@@ -7,7 +7,7 @@ How a verdict is reached, so that a careful reader can redo it:
 2. A ratio of paired repeats joins numerator and denominator on the repeat, never by position: a repeat that
    one side lacks (a client-bound run left out, say) drops its partner too. The number of pairs is n.
 3. `anytime` gives the estimate and its 95% interval, a confidence sequence valid however many repeats the run
-   added on the data (`analyse.allocate`), or none below the n it needs (8): then the verdict is
+   added on the data (`analyse.allocate`), or none below the n it needs (7): then the verdict is
    "inconclusive: too few samples". Exact counts (unit `count`, whole numbers) need no interval: every
    repeat is judged, on any n.
 4. The noise floor is the smallest relative difference this run could resolve: the interval's half-width, and

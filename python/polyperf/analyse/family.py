@@ -9,7 +9,7 @@ entries with the largest e-values where each e >= m / (rate R); it is Benjamini-
 e-values it holds under any dependence (the family mixes direction tests and equivalence tests on rows shared between
 entries, which are not positively dependent) without Benjamini-Yekutieli's c(m) = 1 + 1/2 + ... + 1/m (4.3 for 40
 tests). Fixed-n p-values from a sign test cannot stop early; the price of the e-process is width at small n (its 95%
-interval needs 8 repeats, a sign test's 6). Holm (`--family holm`) bounds the chance of any wrong declared outcome,
+interval needs 7 repeats, a sign test's 6). Holm (`--family holm`) bounds the chance of any wrong declared outcome,
 and Benjamini-Yekutieli (`--family by`) the false discovery rate, both on 1/e (a valid p-value at any stopping time).
 
 The family is fixed by the design, before the data: every part that has a test at this n (exact counts are judged on
