@@ -8,17 +8,17 @@ at most 5%: its mean over the runs plus two standard errors. The same test fails
 repeats, each part judged by the fixed-n 95% sign-test interval (`stats.paired_ratio`) looked at after every repeat
 up to 100 (about what the budget buys a 1-second test), stopping at its first decision, without a family.
 
-Measured 2026-12-07 (seed 20261207, 1,000 runs, 120 s of top-ups after the first batch; 9 s of CPU for the 1,000
-runs, about 90 s for the file on the shared 2-core machine under load), with the e-process's mixture over the
-shares 0.75, 0.9 and 0.97 (`analyse.anytime`):
-- false discovery rate: adaptive e-BH 0.33% (mean + 2 SE 0.40%), 26.0 parts declared per run; fixed-level peeking
-  7.6% (mean - 2 SE 7.4%). A true null part (its truth on a bound) is falsely declared in 0.64% of its runs by the
+Measured 2026-12-07 (seed 20261207, 1,000 runs, 120 s of top-ups after the first batch; about 10 s of CPU for the
+1,000 runs, 40 to 90 s for the file on the shared 2-core machine under load), with the e-process's mixture over the
+shares 0.6, 0.75, 0.9 and 0.97 (`analyse.anytime`):
+- false discovery rate: adaptive e-BH 0.33% (mean + 2 SE 0.40%), 25.5 parts declared per run; fixed-level peeking
+  7.6% (mean - 2 SE 7.4%). A true null part (its truth on a bound) is falsely declared in 0.63% of its runs by the
   adaptive run, in 21.9% by peeking (5% at one fixed n);
-- power: the true effects of the published size end "reproduced" in 83.1% of runs (68.0% after the first batch
-  alone); every true effect, 83.6%. By entry: 97-99% for 11.4x at sd 0.1, 12x at sd 0.3, 1.4x at sd 0.3; 93% for
-  2.64x and 1.97x; 74% for 0.642x (skewed) and 60% for 0.852x at sd 0.1; 31% for 2.27x and 11% for 1.47x at sd 0.6
-  (heavy-tailed); 24% for 1.047x at sd 0.05; the 8 s a repeat tests are hardly ever topped up;
-- 2.2 batches of top-ups per run, 105 s of the 120 s spent.
+- power: the true effects of the published size end "reproduced" in 81.6% of runs (60.9% after the first batch
+  alone); every true effect, 82.6%. By entry: 97-100% for 11.4x at sd 0.1, 12x at sd 0.3, 1.4x at sd 0.3 and 2.64x
+  at sd 0.2; 21% for 2.27x and 5% for 1.47x at sd 0.6 (heavy-tailed; 68% and 28% once the size is counted);
+  21% for 1.047x at sd 0.05; the 8 s a repeat tests are hardly ever topped up;
+- 2.2 batches of top-ups per run, 106 s of the 120 s spent.
 (With a uniform prior on [1/2, 1] instead: FDR 0.04%, power 64.8%, 5.6% after the first batch.)
 """
 

@@ -238,3 +238,20 @@ def test_declared_counts_the_family_and_its_declared_parts():
     assert family_target(*declared(verdicts), 0.05) == pytest.approx(20.0)
     e = verdicts[2].parts["direction"].e_value
     assert e < 20.0 and e == pytest.approx(evidence(6, 8) / 2)
+
+
+def test_the_first_batch_floor_documented_in_docs_answers():
+    """docs/answers.md's table: the fewest of n first-batch repeats beyond a bound that decide a part in a family of
+    55 tests, by how many other parts the family declares; None where only top-ups can decide it."""
+    from polyperf.analyse.allocate import first_batch_floor
+
+    table = {5: [None, None, 12, 15], 15: [None, 10, 12, 15], 25: [8, 10, 12, 15], 45: [8, 10, 11, 14]}
+    for declared_parts, floors in table.items():
+        assert [first_batch_floor(n, 55, declared_parts) for n in (8, 10, 12, 16)] == floors
+    from polyperf.analyse.allocate import family_target
+    from polyperf.analyse.anytime import evidence
+
+    target = family_target(55, 25, 0.05)
+    for n in range(7, 40):  # the floor is the least k whose two-sided e-value reaches e-BH's bar
+        k = first_batch_floor(n, 55, 25)
+        assert k is not None and evidence(k, n) / 2 >= target > evidence(k - 1, n) / 2
