@@ -252,6 +252,6 @@ def test_the_first_batch_floor_documented_in_docs_answers():
     from polyperf.analyse.anytime import evidence
 
     target = family_target(55, 25, 0.05)
-    for n in range(7, 40):  # the floor is the least k whose two-sided e-value reaches e-BH's bar
+    for n in range(8, 40):  # the floor is the least k whose two-sided e-value reaches e-BH's bar
         k = first_batch_floor(n, 55, 25)
         assert k is not None and evidence(k, n) / 2 >= target > evidence(k - 1, n) / 2
