@@ -18,12 +18,12 @@ import numpy as np
 import ruptures
 from ruptures.base import BaseCost
 
-__all__ = ["REFERENCES", "binseg_default", "pelt_default", "zero"]
+__all__ = ["REFERENCES", "NormalMean", "binseg_default", "pelt_default", "zero"]
 
 MAX_BINSEG_CHANGES = 5  # R changepoint's default Q for binary segmentation
 
 
-class _NormalMean(BaseCost):
+class NormalMean(BaseCost):
     """Twice the negative log-likelihood of a normal mean with unit variance (the sum of squared deviations), from
     cumulative sums; with `mbic`, plus the log of the segment's length (the MBIC's term per segment)."""
 
@@ -33,7 +33,7 @@ class _NormalMean(BaseCost):
     def __init__(self, mbic: bool = False) -> None:
         self.mbic = mbic
 
-    def fit(self, signal: np.ndarray) -> _NormalMean:
+    def fit(self, signal: np.ndarray) -> NormalMean:
         x = np.asarray(signal, dtype=float).reshape(-1)
         self.signal = x.reshape(-1, 1)  # ruptures reads the length from it
         self.sums = np.concatenate([[0.0], np.cumsum(x)])
@@ -65,8 +65,8 @@ def binseg_default(values: Sequence[float]) -> list[int]:
     if x is None or x.size < 2:
         return []
     penalty = 3 * math.log(x.size)
-    algo = ruptures.Binseg(custom_cost=_NormalMean(), min_size=1, jump=1).fit(x)
-    cost = _NormalMean().fit(x)
+    algo = ruptures.Binseg(custom_cost=NormalMean(), min_size=1, jump=1).fit(x)
+    cost = NormalMean().fit(x)
     kept: list[int] = []
     previous = cost.error(0, x.size)
     for k in range(1, min(MAX_BINSEG_CHANGES, x.size - 1) + 1):
@@ -84,7 +84,7 @@ def pelt_default(values: Sequence[float]) -> list[int]:
     x = _scaled(values)
     if x is None or x.size < 2:
         return []
-    algo = ruptures.Pelt(custom_cost=_NormalMean(mbic=True), min_size=1, jump=1).fit(x)
+    algo = ruptures.Pelt(custom_cost=NormalMean(mbic=True), min_size=1, jump=1).fit(x)
     bkps = algo.predict(pen=3 * math.log(x.size))
     return [int(b) for b in bkps[:-1]]
 

@@ -43,7 +43,8 @@ class Collection:
 def detect(values: Sequence[float]) -> list[int]:
     """polyperf's answer on a finished series: its confirmed changes and, since nothing comes after, its pending ones
     too; a slope counts by its two ends (where the level starts and stops moving)."""
-    return sorted({c.index for c in find_changes(values)})
+    changes = find_changes(values)
+    return sorted({c.index for c in changes} | {c.stop for c in changes if c.stop is not None})
 
 
 def _load_json(path: Path) -> object:
