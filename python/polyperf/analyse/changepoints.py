@@ -360,6 +360,8 @@ def series_changes(
                     "metric": metric,
                     "commit_before": commits_all[i - 1],
                     "commit_after": commits_all[i],
+                    # a slope's end: the first commit on its final level (the newest one while it still moves)
+                    "commit_stop": None if change.stop is None else commits_all[min(lo + change.stop, hi - 1)],
                     "run_before": runs_all[i - 1],
                     "run_after": runs_all[i],
                     "points_after": hi - i,
@@ -380,6 +382,7 @@ def _COLUMNS(key: Sequence[str]) -> list[str]:
         "metric",
         "commit_before",
         "commit_after",
+        "commit_stop",
         "run_before",
         "run_after",
         "points_after",
