@@ -1,7 +1,7 @@
 """Where change points may lie in a series: the candidates `changepoints` then confirms or drops. Pure.
 
-Binary segmentation (`ruptures`) is the default, Apache Otava's E-Divisive means the earlier search (kept to compare:
-`changepoints`' module note says why binary segmentation won).
+Binary segmentation (`ruptures`) and Apache Otava's E-Divisive means, together by default (`changepoints`' module
+note says why), or either alone to compare.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from polyperf.analyse.reference_detectors import NormalMean
 
 __all__ = ["BINSEG_PENALTY", "SEARCH", "candidates", "noise_sd"]
 
-SEARCH = "binseg"  # or "otava"
+SEARCH = "both"  # or "binseg", "otava"
 BINSEG_PENALTY = 2.0  # times log n, in units of the point-to-point noise sd
 
 
@@ -43,6 +43,8 @@ def _binseg(logs: np.ndarray, penalty: float) -> list[int]:
 def candidates(data: np.ndarray, logs: np.ndarray, search: str, window: int, max_pvalue: float) -> list[int]:
     if search == "binseg":
         return _binseg(logs, BINSEG_PENALTY)
+    if search == "both":
+        return sorted(set(_binseg(logs, BINSEG_PENALTY)) | set(candidates(data, logs, "otava", window, max_pvalue)))
     if search == "otava":
         # Otava takes a list: with a numpy array its split step fails (`ValueError` from an empty side, 0.8.0)
         found, _weak = compute_change_points(data.tolist(), window_len=window, max_pvalue=max_pvalue)
