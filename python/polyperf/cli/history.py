@@ -18,9 +18,10 @@ STORE_HELP = (
 HISTORY_DESCRIPTION = """\
 Finds change points in every series over commits (one value per run: the median of its repeats) and in every
 claim's measured value, on one machine fingerprint (CPU model, cores, kernel, CPU budget; by default the newest
-run's). Measured values: candidates from E-Divisive means with a Student's t-test (Apache Otava) at p <= 0.001,
-each confirmed by a Mann-Whitney test at p <= 1e-4 and a shift of at least 2 times the series' own noise and 2%; a
+run's). Measured values: candidates from binary segmentation (ruptures) and E-Divisive means (Apache Otava), each
+confirmed by a Mann-Whitney test at p <= 1e-4 and a shift of at least 2 times the series' own noise and 2%; a
 level left again within 5 points, back the way it came, and 4 or more swings between two levels are not changes; a
+run of steps one way that a straight ramp explains better is one slope (its start, end and rate per commit); a
 change with fewer than 5 points after it is pending (not gated unless --include-pending). Exact counts (the metric
 catalogue's) change at any difference. Each change: the commits on either side, its size (Hodges-Lehmann ratio of the
 points after over those before, 95% Moses interval) and its p-value; the catalogue says regression or improvement.
