@@ -11,17 +11,18 @@ Pure: a table of points (one value per run and series, in commit order) in, a ta
      tests/test_changepoints.py): Otava alone had recall 0.89 on the sample where binary segmentation had 1.00 at the
      same precision; binary segmentation alone found both ends of a 15% regression fixed 5-10 commits later in 91%
      of 300 histories, Otava 96%, the two together 99%; the confirmation below keeps the false rate of either. PELT
-     (ruptures) took 100 ms a 500-point series, too slow for a thousand series; the pair takes about 35 ms. Bayesian
-     online detection was not tried: no maintained library of it fits here.
+     (ruptures) took 100 ms a 500-point series and Bayesian online detection (`bocd`) 260 ms a 300-point one, too
+     slow for a thousand series; the pair takes about 35 ms (docs/changepoints.md has the comparison).
   2. confirmation: each candidate must pass a Mann-Whitney test between the points before and after it (up to 25 a
      side, within its neighbours) at p <= 1e-4, and move by at least 2 times the series' own noise and by at least
      2% (Perfherder's default alert threshold); failures are dropped one at a time, the weakest first. A rank test
      is one that a single outlier cannot pass (a t-test called a single 4-sigma point a change). With it every noise
      family of tests/test_change_rates.py stays under 0.05 false changes per 500 commits. The noise multiple of 2 is
-     the largest that still finds a 10% step at 3% noise in 95% of 60-commit histories. The location is then
-     refined to the single-step maximum-likelihood split within 5 points, between the neighbouring changes.
-  3. shapes a performance sheriff dismisses as noise: a level left again back the way it came within 5 points (an
-     excursion: both of its changes go), and 4 or more changes back and forth between two levels (two modes).
+     the largest that still finds a 10% step at 3% noise in 95% of 60-commit histories. Where points follow each
+     other (autocorrelated noise), the noise and the test's z allow for it (`change_search.long_run_factor`). The
+     location is then refined to the maximum-likelihood split within 5 points.
+  3. shapes a sheriff dismisses as noise: a level left again back the way it came within 5 points (an excursion),
+     and 4 or more changes back and forth between two levels (two modes).
   4. slopes (`slopes`): a run of steps the same way that a ramp explains better is one slope, with its start, its
      end and its rate per commit (creep), not a staircase.
 - Pending: a candidate with fewer than `CONFIRM_POINTS` points after it cannot be judged yet; it is reported as
@@ -45,9 +46,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, norm
 
-from polyperf.analyse.change_search import SEARCH, candidates, noise_sd
+from polyperf.analyse.change_search import SEARCH, candidates, locate, noise_parts
 from polyperf.analyse.slopes import find_slopes
 from polyperf.analyse.stats import ratio
 
@@ -123,7 +124,8 @@ def _judge(logs: np.ndarray, points: list[int], min_shift: float) -> list[tuple[
     """(rank-test p-value, |shift| in noise sds) of each candidate between its neighbours; a shift under `min_shift`
     (log units) counts as no shift at all."""
     bounds = [0, *points, logs.size]
-    noise = noise_sd(logs, bounds)
+    point_sd, factor = noise_parts(logs, bounds)
+    noise = point_sd * factor
     out = []
     for j, i in enumerate(points, start=1):
         before = logs[max(bounds[j - 1], i - SIDE) : i]
@@ -136,6 +138,8 @@ def _judge(logs: np.ndarray, points: list[int], min_shift: float) -> list[tuple[
         # seven-point regression and its fix failed the test (ties only narrow the distribution: exact is conservative)
         method = "exact" if min(before.size, after.size) < 8 else "auto"
         p_value = float(mannwhitneyu(after, before, alternative="two-sided", method=method).pvalue)
+        if factor > 1:  # points that follow each other: the test's z shrinks by the long-run factor
+            p_value = float(2 * norm.sf(norm.isf(p_value / 2) / factor))
         shift = abs(float(np.median(np.subtract.outer(after, before))))
         if shift < min_shift:
             out.append((p_value, 0.0))
@@ -163,18 +167,6 @@ def _confirm(
         drop = {k for _, k in failing[-max(1, len(failing) // 4) :]} if len(failing) > BATCH else {failing[-1][1]}
         points = [i for k, i in enumerate(points) if k not in drop]
     return [], []
-
-
-def _locate(logs: np.ndarray, lo: int, hi: int, guess: int, reach: int = 5) -> int:
-    """The single-step maximum-likelihood split of logs[lo:hi] within `reach` of `guess`."""
-    segment = logs[lo:hi]
-    n, best, best_score = segment.size, guess, -1.0
-    for i in range(max(lo + 1, guess - reach), min(hi - 1, guess + reach) + 1):
-        k = i - lo
-        score = abs(segment[:k].mean() - segment[k:].mean()) * math.sqrt(k * (n - k) / n)
-        if score > best_score:
-            best, best_score = i, score
-    return best
 
 
 def _returns(levels: Sequence[float], j: int) -> bool:
@@ -259,9 +251,10 @@ def find_changes(
         logs, [i for i in found if i not in pending], confirm_pvalue, min_noise_multiple, min_shift
     )
     bounds = [0, *judged, data.size]
-    located = [_locate(logs, bounds[j - 1], bounds[j + 1], i) for j, i in enumerate(judged, start=1)]
+    located = [locate(logs, bounds[j - 1], bounds[j + 1], i) for j, i in enumerate(judged, start=1)]
     confirm_at = dict(zip(located, confirm_ps, strict=True))
-    shown = _drop_flip_flops(logs, _drop_excursions(logs, located, excursion_points), flip_flop)
+    # two neighbours refined to one point (each moves up to 5 towards the other) are one change
+    shown = _drop_flip_flops(logs, _drop_excursions(logs, sorted(set(located)), excursion_points), flip_flop)
     ramps = find_slopes(logs, shown, relative=positive) if slopes else []
     in_ramp = {k for r in ramps for k in range(r.first, r.last + 1)}
     kept = [(i, "confirmed", confirm_at[i], None) for k, i in enumerate(shown) if k not in in_ramp]
