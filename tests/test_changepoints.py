@@ -244,3 +244,18 @@ def test_a_slope_is_reported_with_the_commits_where_it_starts_and_stops() -> Non
     (slope,) = changes.itertuples()
     assert slope.kind == "slope" and slope.label == "regression" and 0.004 < slope.rate < 0.008
     assert abs(int(slope.commit_after[1:]) - 40) <= 3 and abs(int(slope.commit_stop[1:]) - 90) <= 3
+
+
+def test_the_long_run_factor_is_1_for_independent_points_and_grows_when_they_follow_each_other() -> None:
+    from polyperf.analyse.change_search import long_run_factor
+
+    rng = np.random.default_rng(21)
+    assert long_run_factor(np.diff(rng.normal(0, 1, 500))) == 1.0
+    shocks, ar = rng.normal(0, 1, 500), np.zeros(500)
+    for t in range(1, 500):
+        ar[t] = 0.9 * ar[t - 1] + shocks[t]
+    # the true factor is sqrt(1.9 / 0.1) = 4.4; the lower bound it takes stays under it
+    assert 1.5 < long_run_factor(np.diff(ar)) < 4.4
+    # a step or a slope barely moves it
+    assert long_run_factor(np.diff(rng.normal(0, 1, 500) + np.where(np.arange(500) >= 250, 5.0, 0.0))) == 1.0
+    assert long_run_factor(np.diff(rng.normal(0, 1, 500) + np.arange(500) * 0.05)) == 1.0
