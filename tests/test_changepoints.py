@@ -196,3 +196,66 @@ def test_a_six_point_regression_and_its_fix_are_found_in_whole_numbers_too() -> 
     values = np.round(_levels(rng, (500, 90), (900, 6), (525, 84), noise=0.03))
     found = _confirmed(values)
     assert len(found) == 2 and abs(found[0] - 90) <= 1 and abs(found[1] - 96) <= 1
+
+
+def test_a_steady_slope_is_one_slope_with_its_rate_not_a_staircase() -> None:
+    from test_change_rates import lower
+
+    rng = np.random.default_rng(12)
+    trials, once = 100, 0
+    for _ in range(trials):
+        at, width = int(rng.integers(30, 80)), int(rng.integers(40, 80))
+        level = np.clip(np.arange(200) - at, 0, width) * (0.3 / width)
+        changes = find_changes(np.exp(level) * rng.lognormal(0, 0.02, 200))
+        once += (
+            len(changes) == 1
+            and changes[0].kind == "slope"
+            and abs(changes[0].index - at) <= 5
+            and abs(changes[0].stop - (at + width)) <= 5
+            and abs(np.log1p(changes[0].rate) - 0.3 / width) <= 0.2 * 0.3 / width
+        )
+    print(f"a 30% slope over 40-80 commits at 2% noise: one slope, ends within 5 commits, in {once} of {trials}")
+    assert lower(once, trials) >= 0.9
+    # the same series cut into steps when the slope model is off
+    assert len(find_changes(np.exp(level) * rng.lognormal(0, 0.02, 200), slopes=False)) >= 3
+
+
+def test_a_regression_and_its_fix_a_few_commits_apart_are_both_found() -> None:
+    from test_change_rates import lower
+
+    rng = np.random.default_rng(5)
+    trials, both = 300, 0
+    for _ in range(trials):
+        at, width = int(rng.integers(40, 120)), int(rng.integers(5, 11))
+        inside = (np.arange(200) >= at) & (np.arange(200) < at + width)
+        found = _confirmed(np.where(inside, 1.15, 1.0) * rng.lognormal(0, 0.02, 200))
+        both += any(abs(i - at) <= 1 for i in found) and any(abs(i - at - width) <= 1 for i in found)
+    print(f"a 15% regression fixed 5-10 commits later, 2% noise: both ends found in {both} of {trials}")
+    assert lower(both, trials) >= 0.85
+
+
+def test_a_slope_is_reported_with_the_commits_where_it_starts_and_stops() -> None:
+    rng = np.random.default_rng(13)
+    values = np.exp(np.clip(np.arange(120) - 40, 0, 50) * 0.006) * rng.lognormal(0, 0.01, 120)
+    rows = pd.DataFrame(
+        {"series_id": 1, "metric": "rss", "value": values, "git_commit": [f"c{i:03d}" for i in range(120)]}
+    )
+    changes = series_changes(rows.assign(run_id=rows["git_commit"]), metric_info={"rss": _Info("lower")}.get)
+    (slope,) = changes.itertuples()
+    assert slope.kind == "slope" and slope.label == "regression" and 0.004 < slope.rate < 0.008
+    assert abs(int(slope.commit_after[1:]) - 40) <= 3 and abs(int(slope.commit_stop[1:]) - 90) <= 3
+
+
+def test_the_long_run_factor_is_1_for_independent_points_and_grows_when_they_follow_each_other() -> None:
+    from polyperf.analyse.change_search import long_run_factor
+
+    rng = np.random.default_rng(21)
+    assert long_run_factor(np.diff(rng.normal(0, 1, 500))) == 1.0
+    shocks, ar = rng.normal(0, 1, 500), np.zeros(500)
+    for t in range(1, 500):
+        ar[t] = 0.9 * ar[t - 1] + shocks[t]
+    # the true factor is sqrt(1.9 / 0.1) = 4.4; the lower bound it takes stays under it
+    assert 1.5 < long_run_factor(np.diff(ar)) < 4.4
+    # a step or a slope barely moves it
+    assert long_run_factor(np.diff(rng.normal(0, 1, 500) + np.where(np.arange(500) >= 250, 5.0, 0.0))) == 1.0
+    assert long_run_factor(np.diff(rng.normal(0, 1, 500) + np.arange(500) * 0.05)) == 1.0

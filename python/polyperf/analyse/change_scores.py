@@ -8,10 +8,11 @@ unmatched detection first), so two detections of one change count one true and o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Score", "matched", "score"]
+__all__ = ["Score", "cover", "f1_margin", "matched", "score"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,54 @@ def score(series: Iterable[tuple[Sequence[int], Sequence[int]]], k: int) -> Scor
         detections += len(detected)
         hits += matched(detected, truth, k)
     return Score(count, truths, detections, hits, k)
+
+
+# The change-point literature's scores over several annotators (van den Burg and Williams, "An evaluation of change
+# point detection algorithms", 2020: the Turing benchmark TCPD). Both sets take the start of the series (point 0) as
+# a change, so a series nobody marked scores 1 for a detector that reports nothing there. A change point is the first
+# point of a new segment.
+
+
+def _hits_of(truth: Iterable[int], detected: Iterable[int], margin: int) -> set[int]:
+    """The annotated points matched within `margin` by a distinct detection, each taking its nearest free one."""
+    free = sorted(set(detected))
+    hits = set()
+    for t in sorted(set(truth)):
+        near = [(abs(t - d), d) for d in free if abs(t - d) <= margin]
+        if near:
+            hits.add(t)
+            free.remove(min(near)[1])
+    return hits
+
+
+def f1_margin(annotations: Sequence[Sequence[int]], detected: Sequence[int], margin: int = 5) -> float:
+    """F1 over annotators: precision against the union of their points, recall averaged over annotators."""
+    if not annotations:
+        raise ValueError("F1 needs at least one annotator's set of change points")
+    found = {0, *detected}
+    sets = [{0, *points} for points in annotations]
+    union = set().union(*sets)
+    precision = len(_hits_of(union, found, margin)) / len(found)
+    recall = sum(len(_hits_of(points, found, margin)) / len(points) for points in sets) / len(sets)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def _segments(points: Iterable[int], n: int) -> list[tuple[int, int]]:
+    cuts = [0, *sorted({p for p in points if 0 < p < n}), n]
+    return list(itertools.pairwise(cuts))
+
+
+def cover(annotations: Sequence[Sequence[int]], detected: Sequence[int], n: int) -> float:
+    """Segment covering averaged over annotators: each annotated segment weighted by its length, with the best
+    Jaccard overlap of a detected segment."""
+    if not annotations or n < 1:
+        raise ValueError("Cover needs at least one annotator and a series of at least one point")
+    found = _segments(detected, n)
+    covers = []
+    for points in annotations:
+        total = 0.0
+        for lo, hi in _segments(points, n):
+            best = max(max(0, min(hi, b) - max(lo, a)) / (max(hi, b) - min(lo, a)) for a, b in found)
+            total += (hi - lo) * best
+        covers.append(total / n)
+    return sum(covers) / len(covers)

@@ -91,6 +91,8 @@ def series_creep(
     steps: dict[tuple, list[tuple[int, float]]] = {}
     if not changes.empty:
         confirmed = changes[changes["state"] == "confirmed"] if "state" in changes else changes
+        if "kind" in confirmed:  # a slope is itself a drift, not a step that explains one away
+            confirmed = confirmed[confirmed["kind"] != "slope"]
         for row in confirmed.itertuples(index=False):
             steps.setdefault(tuple(getattr(row, k) for k in key), []).append((int(row.index), float(row.change)))
     records = []

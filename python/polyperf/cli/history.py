@@ -18,9 +18,10 @@ STORE_HELP = (
 HISTORY_DESCRIPTION = """\
 Finds change points in every series over commits (one value per run: the median of its repeats) and in every
 claim's measured value, on one machine fingerprint (CPU model, cores, kernel, CPU budget; by default the newest
-run's). Measured values: candidates from E-Divisive means with a Student's t-test (Apache Otava) at p <= 0.001,
-each confirmed by a Mann-Whitney test at p <= 1e-4 and a shift of at least 2 times the series' own noise and 2%; a
+run's). Measured values: candidates from binary segmentation (ruptures) and E-Divisive means (Apache Otava), each
+confirmed by a Mann-Whitney test at p <= 1e-4 and a shift of at least 2 times the series' own noise and 2%; a
 level left again within 5 points, back the way it came, and 4 or more swings between two levels are not changes; a
+run of steps one way that a straight ramp explains better is one slope (its start, end and rate per commit); a
 change with fewer than 5 points after it is pending (not gated unless --include-pending). Exact counts (the metric
 catalogue's) change at any difference. Each change: the commits on either side, its size (Hodges-Lehmann ratio of the
 points after over those before, 95% Moses interval) and its p-value; the catalogue says regression or improvement.
@@ -48,6 +49,11 @@ def _change_line(row: pd.Series) -> str:
     significance = "exact count" if row["exact"] else p_text(row["p_value"])
     if row.get("state") == "pending":
         significance += f"; pending: {row['points_after']} point{'s' if row['points_after'] != 1 else ''} after it"
+    if row.get("kind") == "slope":
+        return (
+            f"{row['label']:<11} {series_name(row)}: slope of {_pct(row['rate'])} per commit, {_pct(row['change'])} "
+            f"in all ({significance}), from {str(row['commit_before'])[:12]} to {str(row['commit_stop'])[:12]}"
+        )
     return (
         f"{row['label']:<11} {series_name(row)}: {_pct(row['change'])}{interval} ({significance}), between "
         f"{str(row['commit_before'])[:12]} and {str(row['commit_after'])[:12]}"
@@ -152,14 +158,40 @@ def _cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_evaluate_tcpd(args: argparse.Namespace) -> int:
+    import json
+
+    from polyperf.report.tcpd_eval import evaluate_collection, read_tcpd
+
+    try:
+        collection = read_tcpd(Path(args.annotated), Path(args.annotations) if args.annotations else None)
+    except ValueError as exc:
+        print(f"polyperf: {exc}", file=sys.stderr)
+        return 2
+    result = evaluate_collection(collection, args.k)
+    if args.json:
+        print(json.dumps({"margin": args.k, "left_out_multivariate": collection.multivariate, **result}, indent=1))
+        return 0
+    left_out = (
+        f"; {_count(len(collection.multivariate), 'multivariate series')} left out" if collection.multivariate else ""
+    )
+    print(f"{_count(len(collection.series), 'annotated series')}{left_out}; F1 within {args.k} points, and Cover:")
+    for name, figures in result.items():
+        print(f"  {name:<9} F1 {figures['f1']:.3f}  Cover {figures['cover']:.3f}")
+    return 0
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     import json
 
     from polyperf.report.history_eval import evaluate_annotated, read_annotated
+    from polyperf.report.tcpd_eval import is_tcpd
 
     if args.k < 0:
         print(f"polyperf: --k must be 0 or more points (got {args.k})", file=sys.stderr)
         return 2
+    if args.annotations or is_tcpd(Path(args.annotated)):
+        return _cmd_evaluate_tcpd(args)
     try:
         frame = read_annotated(Path(args.annotated))
     except ValueError as exc:
@@ -313,19 +345,30 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             "empty, valid, invalid, missed: a true change no alert raised, or untriaged; an optional revision "
             "column names the push), or Perfherder series as Mozilla's REALISE-Performance dataset lays them out "
             "(data/all-datasets-annotated-aggregated/: one CSV per series, triage outcomes TP, FP, FN, SP, TN in "
-            "alert_summary_status_general), one file or a folder of them."
+            "alert_summary_status_general), one file or a folder of them. "
+            "Or series in the change-point literature's layout (the Turing change-point dataset, TCPD: one JSON "
+            "file per series, values in series[0].raw, and an annotations.json mapping each series' name to each "
+            "annotator's change points): a JSON file or a folder holding annotations.json. Then the literature's F1 "
+            "(K is its margin) and Cover are printed for polyperf, and for binary segmentation and PELT at their "
+            "published defaults and a detector that never reports a change, all run on the same series."
         ),
     )
     evaluate.add_argument(
         "annotated",
         metavar="ANNOTATED",
-        help="an annotated CSV (series,value,alert), or Perfherder series: a CSV or a folder",
+        help="an annotated CSV (series,value,alert), Perfherder series (a CSV or a folder), or TCPD series (JSON)",
     )
-    evaluate.add_argument("--k", type=int, default=5, help="tolerance in points (default 5)")
+    evaluate.add_argument("--k", type=int, default=5, help="tolerance (the F1 margin) in points (default 5)")
     evaluate.add_argument(
         "--first", type=int, default=None, metavar="N", help="score only the first N points of each series"
     )
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
+    evaluate.add_argument(
+        "--annotations",
+        default=None,
+        metavar="FILE",
+        help="TCPD layout: the annotations JSON (default: annotations.json in the folder, or beside the file)",
+    )
     evaluate.set_defaults(func=_cmd_evaluate)
     back = hist_sub.add_parser(
         "backfill",

@@ -142,6 +142,11 @@ def _change_text(change: pd.Series, unit: str) -> str:
     size = f"{change['change']:+.1%}" if math.isfinite(change["change"]) else "changed"
     how = "exact count" if change["exact"] else p_text(change["p_value"])
     moved = f"{format_value(change['before'], unit)} → {format_value(change['after'], unit)}"
+    if change.get("kind") == "slope":
+        return (
+            f"{change['label']} (slope): {size}, {change['rate']:+.2%} per commit, {moved} ({how}), from "
+            f"{str(change['commit_before'])[:10]} to {str(change['commit_stop'])[:10]}"
+        )
     return (
         f"{change['label']}: {size}{interval}, {moved} ({how}), between {str(change['commit_before'])[:10]} and "
         f"{str(change['commit_after'])[:10]}"
