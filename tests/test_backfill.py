@@ -40,8 +40,13 @@ def test_the_plan_runs_each_commit_of_the_range_once_oldest_first(tmp_path: Path
 
 
 def test_a_dry_run_skips_stored_commits_of_this_machine(tmp_path: Path, capsys) -> None:
-    head = subprocess.run(["git", "rev-parse", "HEAD~1", "HEAD"], capture_output=True, text=True, check=True)
-    before, newest = head.stdout.split()
+    # a commit that is not a merge: the range from its parent holds it alone (HEAD may be a merge)
+    newest = subprocess.run(
+        ["git", "rev-list", "-n", "1", "--no-merges", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    before = subprocess.run(
+        ["git", "rev-parse", f"{newest}~1"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     here = {**collect_cpu(), **collect_os()}
     store = tmp_path / "history.duckdb"
     add_runs(open_store(store), [make_run(tmp_path, "20260101-000000-aaaa", newest, **here)])
