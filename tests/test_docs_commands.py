@@ -163,7 +163,15 @@ def _check_flags(parser: argparse.ArgumentParser, words: list[str], prog: str) -
             return
 
 
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """The docs show flags whole: `--fail-on` for `--fail-on-regression` would parse, and read as a typo."""
+    parser.allow_abbrev = False
+    for sub in _subparsers(parser).values():
+        _no_abbreviations(sub)
+
+
 def _parse(parser: argparse.ArgumentParser, words: list[str], shown: Shown) -> None:
+    _no_abbreviations(parser)
     try:
         parser.parse_args(words)
     except SystemExit as exit_:
@@ -227,10 +235,11 @@ def test_a_wrong_flag_or_session_is_caught():
     for line in (
         "polyperf compare A B --fail-on-regresion 0",  # misspelt flag
         "polyperf compare A",  # a missing argument
+        "polyperf compare A B --fail-on 0",  # an abbreviation argparse would accept
         "polyperf run --profile medium",  # not a profile
         "nox -s benchmark",  # no such session
         "nox -s lint -- --fix",  # lint takes no arguments
-        "python -m polyperf.ab_calibrate tests/data/ab_bank --sessionz 5",
+        "python tests/history_scale.py --runz 5",  # a script's own parser
         "pytest suites/test_bson.py --polyperf-profil=smoke",
     ):
         with pytest.raises((AssertionError, SystemExit)):
