@@ -7,12 +7,14 @@ nox -s lint             ruff (check + format), import contracts, one run-folder 
 nox -s report -- RUN    re-render a run's report
 nox -s compare -- A B   what changed from run A to run B (--fail-on-regression PCT for CI)
 nox -s mutants          mutation testing of analyse/ and record/: `mutants: N% killed (K of M)`
+nox -s docs             the documentation site (MkDocs, Material theme) built with --strict into site/
 """
 
 from __future__ import annotations
 
 import importlib.util
 import shutil
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -162,6 +164,17 @@ def lint(session: nox.Session) -> None:
             unformatted = session.run("gofmt", "-l", ".", external=True, silent=True)
             if unformatted and unformatted.strip():
                 session.error(f"gofmt would reformat: {unformatted.split()}")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site from docs/ and mkdocs.yml, built with `mkdocs build --strict`: a broken link, a
+    missing page or a page left out of the nav fails it. Needs only the `docs` extra, not polyperf's build."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        requirements = tomllib.load(f)["project"]["optional-dependencies"]["docs"]
+    session.install(*requirements)
+    # Material's notice about MkDocs 2 is advice, not a problem with these pages
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 def _stage_mutants(session: nox.Session) -> Path:
