@@ -185,7 +185,7 @@ def ceilings(load_env, runs, plan):
     """Unrecorded POST runs (also the warm-up: pools filled, tables cached): each target's insert rate. They
     end after a request count too, so even these rows are exactly accounted for."""
     found = {}
-    for _repeat, target in load_env.interleave(1):
+    for _repeat, target in load_env.interleave(1, series=False):  # a warm-up: run in every top-up too
         m, _check = runs.oha(
             target,
             case="calibration",

@@ -136,6 +136,7 @@ class LoadEnv:
         *,
         processes: int = 1,
         warm_up: Callable[[Target], object] | None = None,
+        series: bool = True,
     ) -> Iterator[tuple[int, Target]]:
         """(repeat, target), every target once per repeat in an order drawn anew each repeat from the seeded
         generator (so neither drift of a shared machine nor a fixed neighbour favours one target); the slot
@@ -146,7 +147,8 @@ class LoadEnv:
         new block every target is restarted and warmed up unrecorded (`warm_up(target)`, else 0.3 s of oha GET);
         rows carry the process's number as `server_process`."""
         chosen = list(targets or self.fleet.targets)
-        numbers = repeat_numbers(repeats)  # a top-up's own repeat numbers (`common.repeats`)
+        # a top-up's own repeat numbers (`common.repeats`); `series=False`: a calibration or warm-up, run as asked
+        numbers = repeat_numbers(repeats) if series else range(repeats)
         block = math.ceil(len(numbers) / max(1, min(processes, len(numbers)))) if numbers else 1
         try:
             for index, repeat in enumerate(numbers):
@@ -350,7 +352,7 @@ class LoadEnv:
         own `request` (or `request`, for every target); `targets` limits them (the budget is set for every server)."""
         self.fleet.set_cpu_quota(1.0)
         estimates = []
-        for _repeat, target in self.interleave(1, targets):
+        for _repeat, target in self.interleave(1, targets, series=False):
             m = self.oha(target, case="calibration", duration=duration, keep=False, **(request or target.request))
             # the client's requests per core it wanted, not per core it got: on a machine busy with other work
             # it gets a share of its core, and a whole core's worth of requests will not come
@@ -373,7 +375,7 @@ class LoadEnv:
     def _budget_binds(
         self, duration: float, targets: Sequence[Target] | None, request: Mapping[str, Any] | None
     ) -> bool:
-        for _repeat, target in self.interleave(1, targets):
+        for _repeat, target in self.interleave(1, targets, series=False):
             budget = self.fleet.budgets.get(target.key)
             before = budget.stats() if budget else None
             m = self.oha(target, case="calibration", duration=duration, keep=False, **(request or target.request))
@@ -399,7 +401,7 @@ class LoadEnv:
         """An explicit, unrecorded step: each running target's oha ceiling (req/s) over a short run. Also the
         warm-up (caches, pools, page faults) before recorded runs."""
         ceilings = {}
-        for _repeat, target in self.interleave(1):
+        for _repeat, target in self.interleave(1, series=False):
             options = {"connections": connections, **target.request}
             m = self.oha(target, case="calibration", duration=duration, keep=False, **options)
             if m is not None:

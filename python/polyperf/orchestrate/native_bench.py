@@ -21,6 +21,7 @@ from typing import Any
 from polyperf.common import procs, steps
 from polyperf.common.logs import log_tail
 from polyperf.common.paths import log_part
+from polyperf.common.repeats import repeat_numbers
 from polyperf.common.tools import require_tool
 from polyperf.errors import PolyperfError
 from polyperf.measure.microbench import CriterionEstimate, GoBenchLine, parse_go_bench, read_criterion
@@ -159,7 +160,7 @@ def _go_suite(folder: Path, suite: str, record: Recorder, plan: NativePlan, logs
     if not names:
         raise NativeSuiteFailed(f"{folder}: no Benchmark functions (go test -list ^Benchmark printed none)")
     rng = random.Random(f"{plan.seed}:{suite}")
-    for repeat in range(plan.repeats):
+    for repeat in repeat_numbers(plan.repeats):  # a top-up measures new repeats only
         order = rng.sample(names, len(names))
         for slot, name in enumerate(order):  # each side a fresh process, in this repeat's order
             out = logs / f"repeat-{repeat}-{name}.txt"
@@ -175,7 +176,7 @@ def _go_suite(folder: Path, suite: str, record: Recorder, plan: NativePlan, logs
 
 def _cargo_suite(folder: Path, suite: str, record: Recorder, plan: NativePlan, logs: Path, home: Path) -> None:
     cargo_bench(folder, home / "build", [], logs / "build.log", no_run=True)
-    for repeat in range(plan.repeats):  # one process per repeat, every bench of the crate in it
+    for repeat in repeat_numbers(plan.repeats):  # one process per repeat, every bench of the crate in it
         where = home / f"repeat-{repeat}"
         cargo_bench(folder, where, plan.criterion_args, logs / f"repeat-{repeat}.log")
 

@@ -11,14 +11,12 @@ option, `-p polyperf.record.pytest_plugin`, or a conftest listing it in `pytest_
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import secrets
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +27,16 @@ from polyperf.common.cpus import split_cpus
 from polyperf.common.paths import suite_of
 from polyperf.common.profiles import PROFILES, Profile, get_profile
 from polyperf.common.repeats import top_up
+from polyperf.record.benchmark_rows import benchmark_from_workers, benchmark_rows, describe_benchmark
 from polyperf.record.env import owned_elsewhere, suite_seconds
+from polyperf.record.load_options import LoadOptions, parse_quota
 from polyperf.record.recorder import Recorder
 from polyperf.record.run import Run
 from polyperf.record.run_dir import ENV, RowWriter
-from polyperf.record.schema import Row
 from polyperf.record.suite_files import claims_files_beside, keep_claims, keep_metrics
 
 __all__ = ["PLUGIN", "LoadOptions", "benchmark_from_workers", "describe_benchmark", "run_of", "suite_of", "wanted"]
 
-_EXTRA_KEY = "polyperf"
 PLUGIN = __name__  # the entry point's name too: pytest registers a plugin once per name
 # the experiments' fixtures and collectors (`load_env`, `env`, Go and Cargo benchmark folders), a later stage's
 # plugin: registered by name when a session is wanted, so that no other pytest session gets a fixture named `env`
@@ -311,49 +309,6 @@ def database_url(pytestconfig: pytest.Config) -> str | None:
     return pytestconfig.getoption("--database-url") or None
 
 
-@dataclass(frozen=True)
-class LoadOptions:
-    server_cpus: list[int]
-    client_cpus: list[int]
-    flamegraph: bool
-    cpu_quota: float | None = None  # CPUs of quota per server; 1.0 while `auto` is still calibrating
-    auto_quota: bool = False
-    quota_period_s: float = 0.010
-    quota_refused: bool = False  # `--server-cpu-quota none`: never a budget, not even a suite's default
-    seed: int | None = None  # of the random orders (`LoadEnv.interleave`); recorded in env.json
-
-    def budget_by_default(self) -> LoadOptions:
-        """For suites whose claims compare servers: `auto` when no budget was asked for (nor refused), the
-        client has no more cores than the server, and CPU budgets work here — else these options unchanged.
-        One client core cannot outpace one server core, so without a budget such a machine measures the client."""
-        if self.cpu_quota is not None or self.quota_refused or len(self.client_cpus) > len(self.server_cpus):
-            return self
-        from polyperf.serve.cpu_budget import cpu_budget_support
-
-        if cpu_budget_support() is not None:
-            return self
-        return dataclasses.replace(self, cpu_quota=1.0, auto_quota=True)
-
-    @property
-    def fleet(self) -> dict[str, Any]:
-        """The keyword arguments a suite's `Fleet` takes from the command line: CPUs and CPU budget."""
-        return {"server_cpus": self.server_cpus, "cpu_quota": self.cpu_quota, "quota_period_s": self.quota_period_s}
-
-
-def _quota(text: str | None) -> tuple[float | None, bool]:
-    if not text or text == "none":
-        return None, False
-    if text == "auto":
-        return 1.0, True
-    try:
-        fraction = float(text)
-    except ValueError:
-        raise pytest.UsageError(f"--server-cpu-quota takes a number of CPUs (e.g. 0.5) or auto, not {text!r}") from None
-    if not fraction > 0:
-        raise pytest.UsageError(f"--server-cpu-quota must be above 0, not {text!r}")
-    return fraction, False
-
-
 @pytest.fixture(scope="session")
 def load_options(pytestconfig: pytest.Config) -> LoadOptions:
     """The CPU split, CPU budget and extras of the load suites (--server-cpus, --client-cpus,
@@ -361,7 +316,10 @@ def load_options(pytestconfig: pytest.Config) -> LoadOptions:
     server_cpus, client_cpus = split_cpus(
         pytestconfig.getoption("--server-cpus"), pytestconfig.getoption("--client-cpus")
     )
-    quota, auto = _quota(pytestconfig.getoption("--server-cpu-quota"))
+    try:
+        quota, auto = parse_quota(pytestconfig.getoption("--server-cpu-quota"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if quota is not None:
         from polyperf.serve.cpu_budget import cpu_budget_support
 
@@ -375,79 +333,6 @@ def load_options(pytestconfig: pytest.Config) -> LoadOptions:
     seed = secrets.randbelow(2**32) if given is None else given
     run_of(pytestconfig).update_env(seed=seed)
     return LoadOptions(server_cpus, client_cpus, flamegraph, quota, auto, period, refused, seed)
-
-
-def describe_benchmark(
-    benchmark: Any,
-    *,
-    case: str,
-    implementation: str,
-    variant: str = "",
-    params: Mapping[str, Any] | None = None,
-    bytes_per_round: int | None = None,
-) -> None:
-    """Labels a pytest-benchmark measurement for the tidy table: each round becomes a `seconds` row (and a
-    `bytes_per_s` row when `bytes_per_round` is given). Without it, a benchmark is labelled from its test:
-    case = the test's name, implementation = its parameter id, params = its parameters."""
-    benchmark.extra_info[_EXTRA_KEY] = {
-        "case": case,
-        "implementation": implementation,
-        "variant": variant,
-        "params": dict(params or {}),
-        "bytes_per_round": bytes_per_round,
-    }
-
-
-def _plain(value: Any) -> Any:
-    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
-
-
-def _default_label(bench: Any) -> dict[str, Any]:
-    test = str(bench.name).split("[", 1)[0].removeprefix("test_")
-    params = {k: _plain(v) for k, v in (bench.params or {}).items()}
-    return {
-        "case": test,
-        "implementation": str(bench.param or test),
-        "variant": "",
-        "params": params,
-        "bytes_per_round": None,
-    }
-
-
-def benchmark_rows(bench: Any) -> list[Row]:
-    """The rounds of one pytest-benchmark result (already per iteration) as rows."""
-    stats = getattr(bench, "stats", None)
-    if stats is None or not getattr(stats, "data", None):
-        return []
-    label = bench.extra_info.get(_EXTRA_KEY) or _default_label(bench)
-    iterations = max(int(getattr(bench, "iterations", 1) or 1), 1)
-    params = {**label["params"], "iterations": iterations}
-    common = (suite_of(bench.fullname), label["case"], label["implementation"], label["variant"])
-    # rounds from worker processes (`benchmark_from_workers`): the repeat is the process, the round a sample of it
-    places = label.get("worker_rounds") or [(index, None) for index in range(len(stats.data))]
-    rows = []
-    for (repeat, rnd), seconds in zip(places, stats.data, strict=True):
-        row_params = params if rnd is None else {**params, "round": rnd}
-        rows.append(Row(*common, "seconds", seconds, "s", repeat, row_params))
-        if label.get("bytes_per_round") and seconds > 0:
-            rate = label["bytes_per_round"] / seconds
-            rows.append(Row(*common, "bytes_per_s", rate, "bytes/s", repeat, row_params))
-    return rows
-
-
-def benchmark_from_workers(benchmark: Any, samples: Sequence[Any], **label: Any) -> None:
-    """Rounds timed in worker processes (`polyperf.orchestrate.workers`, one side's samples, all with the same
-    calibrated loop count) given to a pytest-benchmark fixture as if it had timed them: its JSON and statistics
-    hold them, and each becomes a row whose repeat is its process and whose `round` param its place in it. The
-    label is `describe_benchmark`'s. Uses pytest-benchmark's `_make_stats` (5.x), the one way to give it times."""
-    if not samples:
-        raise ValueError("no worker samples to record")
-    describe_benchmark(benchmark, **label)
-    benchmark.extra_info[_EXTRA_KEY]["worker_rounds"] = [(s.process, s.round) for s in samples]
-    benchmark._mode = "polyperf worker processes"  # pytest-benchmark's own guard: one measurement per fixture
-    stats = benchmark._make_stats(samples[0].iterations)
-    for sample in samples:
-        stats.update(sample.seconds * sample.iterations)  # pytest-benchmark divides a round by its loops
 
 
 def _write_benchmark(config: pytest.Config, bench: Any) -> None:
