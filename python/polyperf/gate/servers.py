@@ -28,8 +28,8 @@ from polyperf.errors import PolyperfError
 from polyperf.load import ensure_oha
 from polyperf.load.native_driver import run_oha
 from polyperf.load.result import Bounds, LoadFailed, LoadResult
-from polyperf.orchestrate.load_suite import proc_cpu
 from polyperf.orchestrate.retry import RepeatFailed
+from polyperf.orchestrate.run_settings import proc_cpu
 from polyperf.record.schema import Row
 from polyperf.serve.fleet import Fleet, Target
 from polyperf.serve.suite_targets import HTTP_FRAMEWORKS

@@ -13,19 +13,18 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar, Unpack
-
-import psutil
+from typing import Any, TypeVar, Unpack
 
 from polyperf.common.cpus import cpu_label
 from polyperf.common.paths import log_part
 from polyperf.common.repeats import repeat_numbers
 from polyperf.errors import PolyperfError, ServerFailed
-from polyperf.load import DRIVERS, Bounds, LoadFailed, LocustOptions, OhaOptions, WrkOptions
+from polyperf.load import DRIVERS, Bounds, LoadFailed
 from polyperf.measure.count_parse import IoCounts
 from polyperf.measure.sampler import Measurement, measure
 from polyperf.orchestrate.count_runs import CountPlan, count_target, maybe_io_counts, window_io_rows
 from polyperf.orchestrate.retry import LOAD_LIMIT, Retries, retried
+from polyperf.orchestrate.run_settings import LocustRun, OhaRun, WrkRun, proc_cpu
 from polyperf.record.recorder import Metric, Recorder
 from polyperf.record.rows import measurement_rows
 from polyperf.serve.cpu_budget import ThrottleStats
@@ -37,41 +36,6 @@ __all__ = ["MAX_REQUESTS", "LoadEnv", "proc_cpu"]
 MAX_REQUESTS = 50_000_000  # the safety bound of every run; durations are what end them
 QUOTA_BOUND = 0.9  # share of its quota a budgeted server must use for the run to measure the server
 T = TypeVar("T")
-
-
-class RunSettings(TypedDict, total=False):
-    """What `LoadEnv.run` takes besides the target, the case, the duration and the driver's own options."""
-
-    repeat: int
-    params: Mapping[str, Any] | None
-    keep: bool
-    max_requests: int
-    drain: bool
-
-
-class OhaRun(RunSettings, OhaOptions, total=False):
-    pass
-
-
-class WrkRun(RunSettings, WrkOptions, total=False):
-    pass
-
-
-class LocustRun(RunSettings, LocustOptions, total=False):
-    pass
-
-
-def proc_cpu(pid: int) -> Callable[[], float]:
-    """A process's CPU seconds from /proc (10 ms ticks; 0 once it is gone), where no cgroup counts it."""
-
-    def read() -> float:
-        try:
-            times = psutil.Process(pid).cpu_times()
-        except psutil.Error:
-            return 0.0
-        return times.user + times.system
-
-    return read
 
 
 def _per_request_rows(m: Measurement, io: list[IoCounts | None]) -> list:
@@ -345,46 +309,11 @@ class LoadEnv:
         targets: Sequence[Target] | None = None,
         request: Mapping[str, Any] | None = None,
     ) -> float:
-        """`--server-cpu-quota auto`: the largest budget, the same for every server, at which one client run
-        is no longer the limit. Estimate from an unthrottled probe of each server (client capacity per core it
-        wanted / server requests per CPU-second, with a 30% margin), then confirm with a short run each, lowering by a
-        quarter up to `steps` times; falls back to 0.25 CPU and says so in `problems`. The probes send each target's
-        own `request` (or `request`, for every target); `targets` limits them (the budget is set for every server)."""
-        self.fleet.set_cpu_quota(1.0)
-        estimates = []
-        for _repeat, target in self.interleave(1, targets, series=False):
-            m = self.oha(target, case="calibration", duration=duration, keep=False, **(request or target.request))
-            # the client's requests per core it wanted, not per core it got: on a machine busy with other work
-            # it gets a share of its core, and a whole core's worth of requests will not come
-            wanted = max(m.client_cpu_fraction, m.client_demand_fraction) if m is not None else 0.0
-            if m is not None and wanted > 0 and m.requests_per_cpu_second > 0:
-                estimates.append(0.7 * (m.load.rps / wanted) / m.requests_per_cpu_second)
-        floor = max(0.1, 0.001 / self.fleet.quota_period_s)
-        fraction = max(floor, min(1.0, math.floor(min(estimates, default=0.25) * 20) / 20))
-        for _ in range(steps):
-            self.fleet.set_cpu_quota(fraction)
-            if self._budget_binds(duration, targets, request):
-                return fraction
-            fraction = max(floor, round(fraction * 0.75, 3))
-        self.fleet.set_cpu_quota(0.25)
-        self.problems.append(
-            f"--server-cpu-quota auto: no budget was confirmed in {steps} steps; measured at 0.25 CPU instead"
-        )
-        return 0.25
+        """`--server-cpu-quota auto`: the largest budget, the same for every server, at which one client run is no
+        longer the limit (`orchestrate.cpu_quota`)."""
+        from polyperf.orchestrate.cpu_quota import calibrate_cpu_quota
 
-    def _budget_binds(
-        self, duration: float, targets: Sequence[Target] | None, request: Mapping[str, Any] | None
-    ) -> bool:
-        for _repeat, target in self.interleave(1, targets, series=False):
-            budget = self.fleet.budgets.get(target.key)
-            before = budget.stats() if budget else None
-            m = self.oha(target, case="calibration", duration=duration, keep=False, **(request or target.request))
-            if m is None:
-                continue
-            _rows, saturated = self._budget_rows(target, m, before)
-            if m.client_bound or not saturated:
-                return False
-        return True
+        return calibrate_cpu_quota(self, duration=duration, steps=steps, targets=targets, request=request)
 
     def oha(self, target: Target, *, case: str, duration: float, **options: Unpack[OhaRun]) -> Measurement | None:
         """oha: closed model (`connections`) or fixed rate (`rate`, latency corrected)."""
