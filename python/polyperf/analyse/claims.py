@@ -30,25 +30,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from polyperf.analyse.anytime import paired_ratio, ratio_of_medians, summarize
+from polyperf.analyse.claims_file import load_claims
+from polyperf.analyse.entries import CLAIMS_FILE, DEFAULT_MIN_EFFECT, KINDS, RULES, VERDICTS, Claim, Verdict
 from polyperf.analyse.family import DEFAULT, Family, control, decision_threshold
 from polyperf.analyse.headline import headline, rule_text
-from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, num, size_band, tested_part
-from polyperf.analyse.stats import LEVEL, Summary, exact_range
+from polyperf.analyse.judge import MIN_REPEATS, Part, judge_parts, num, tested_part
 from polyperf.analyse.stats import METHOD_EXACT as EXACT
+from polyperf.analyse.stats import Summary, exact_range
 from polyperf.record.catalogue import metric_info
 
 __all__ = [
     "CLAIMS_FILE",
+    "DEFAULT_MIN_EFFECT",
     "EXACT",
     "KINDS",
+    "RULES",
     "VERDICTS",
     "Claim",
     "Verdict",
@@ -58,189 +61,7 @@ __all__ = [
     "selected_rows",
     "verdict_table",
 ]
-
-CLAIMS_FILE = Path(__file__).with_name("claims.toml")
-VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not measured")
-# derived: polyperf's restatement of an article's claim, in a quantity the article did not measure
-KINDS = ("claim", "check", "derived")
-RULES = ("within_factor", "within_abs", "less_than", "greater_than")
-DEFAULT_MIN_EFFECT = 0.01
 __all__ += ["MIN_REPEATS"]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One registry entry. `published` is the article's own figure, absent for a direction-only claim or a
-    check; a rule centred on a value that is not published names it as `rule.center`."""
-
-    id: str
-    suite: str
-    source: str
-    statement: str
-    unit: str
-    measure: str  # "ratio" or "value"
-    metric: str
-    select: Mapping[str, Any]
-    rule: Mapping[str, Any]
-    published: float | None = None
-    numerator: Mapping[str, Any] | None = None
-    denominator: Mapping[str, Any] | None = None
-    paired: bool = False
-    note: str = ""
-    kind: str = "claim"
-    min_effect: float = DEFAULT_MIN_EFFECT
-    requires: str = ""  # an optional tool without which the entry cannot be measured (e.g. "wrk")
-    margin: float | None = None  # size "as published" within published ÷/× margin
-    margin_abs: float | None = None  # ... or within published ± margin_abs, in the entry's unit
-    # the article's own conditions (input, machine, versions) and what the suite measures on (`measured_on`),
-    # printed beside the verdict; `claims_file.CONDITIONS` names the keys
-    conditions: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def size_band(self) -> tuple[float, float] | None:
-        """The values the size part calls "as published"; None without a published figure (direction only)."""
-        return size_band(self.published, self.margin, self.margin_abs, self.rule)
-
-    @property
-    def center(self) -> float | None:
-        center = self.rule.get("center", self.published)
-        return None if center is None else float(center)
-
-    @property
-    def direction_only(self) -> bool:
-        return self.rule["kind"] in ("less_than", "greater_than") and self.published is None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    claim: Claim
-    verdict: str
-    measured: Summary | None
-    rule_text: str
-    reason: str = ""
-    noise_floor: float | None = None
-    n_numerator: int | None = None
-    n_denominator: int | None = None
-    direction: str | None = None  # reproduced / opposite / inconclusive; None where no direction is claimed
-    size: str | None = None  # as published / larger / smaller / inconclusive; None without a published figure
-    headline: str = ""  # both parts in words
-    parts: Mapping[str, Part] = field(default_factory=dict)  # "direction" or "band", and "size"
-    adjusted: Mapping[str, float] = field(default_factory=dict)  # each tested part's p-value after the family's
-    family: Family | None = None
-    family_interval: Summary | None = None  # the estimate at the family's level: decided exactly where it clears
-    family_level: float | None = None  # that level, 1 - the family's decision threshold
-    sample: tuple[float, ...] = field(default=(), compare=False, repr=False)  # for allocation (`analyse.allocate`)
-
-    @property
-    def size_ratio(self) -> tuple[float, float, float] | None:
-        """measured ÷ published: (estimate, interval low, interval high); NaN bounds without an interval."""
-        m, published = self.measured, self.claim.published
-        if m is None or self.size is None or not published or published <= 0:
-            return None
-        low, high = (m.low, m.high) if m.has_interval else (math.nan, math.nan)
-        return m.median / published, low / published, high / published
-
-    def as_record(self) -> dict[str, Any]:
-        m = self.measured
-        interval = m is not None and m.has_interval
-        size_ratio = self.size_ratio or (None, None, None)
-
-        def number(value: float | None) -> float | None:
-            return None if value is None or not math.isfinite(value) else float(value)
-
-        return {
-            "claim": self.claim.id,
-            "suite": self.claim.suite,
-            "kind": self.claim.kind,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "measured": number(m.median) if m else None,
-            "ci_low": number(m.low) if interval else None,
-            "ci_high": number(m.high) if interval else None,
-            "level": LEVEL if interval and m.method != EXACT else None,
-            "family_level": self.family_level,
-            "family_ci_low": number(self.family_interval.low) if self.family_interval else None,
-            "family_ci_high": number(self.family_interval.high) if self.family_interval else None,
-            "n": m.n if m else 0,
-            "n_numerator": self.n_numerator,
-            "n_denominator": self.n_denominator,
-            "noise_floor": number(self.noise_floor),
-            "method": m.method if m else "",
-            "statement": self.claim.statement,
-            "published": self.claim.published,
-            "direction_only": self.claim.direction_only,
-            "unit": self.claim.unit,
-            "rule": self.rule_text,
-            "source": self.claim.source,
-            "direction": self.direction,
-            "size": self.size,
-            "size_ratio": number(size_ratio[0]),
-            "size_ci_low": number(size_ratio[1]),
-            "size_ci_high": number(size_ratio[2]),
-            "margin": self.claim.margin,
-            "margin_abs": self.claim.margin_abs,
-            "headline": self.headline or self.verdict,
-            "p_values": {k: number(p.p_value) for k, p in self.parts.items() if not math.isnan(p.p_value)},
-            "e_values": {k: number(p.e_value) for k, p in self.parts.items() if not math.isnan(p.e_value)},
-            "p_adjusted": {k: number(v) for k, v in self.adjusted.items()},
-            "family": self.family.as_record() if self.family else None,
-        }
-
-
-_FIELDS = {f.name for f in fields(Claim)}
-_REQUIRED = {f.name for f in fields(Claim) if f.default is MISSING and f.default_factory is MISSING}
-
-
-def _claim(entry: Mapping[str, Any], where: str) -> Claim:
-    name = f"{where}: entry {entry.get('id', '?')!r}"
-    unknown = sorted(set(entry) - _FIELDS)
-    if unknown:
-        raise ValueError(f"{name}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(_FIELDS))})")
-    missing = sorted(_REQUIRED - set(entry))
-    if missing:
-        raise ValueError(f"{name}: missing field(s) {', '.join(missing)}")
-    claim = Claim(**entry)
-    if claim.kind not in KINDS:
-        raise ValueError(f"{name}: kind must be one of {', '.join(KINDS)}, not {claim.kind!r}")
-    if claim.measure not in ("ratio", "value"):
-        raise ValueError(f"{name}: measure must be 'ratio' or 'value', not {claim.measure!r}")
-    if claim.measure == "ratio" and (claim.numerator is None or claim.denominator is None):
-        raise ValueError(f"{name}: a ratio needs numerator and denominator")
-    kind = claim.rule.get("kind")
-    if kind not in RULES:
-        raise ValueError(f"{name}: rule.kind must be one of {', '.join(RULES)}, not {kind!r}")
-    if kind in ("within_factor", "within_abs") and claim.center is None:
-        raise ValueError(f"{name}: a {kind} rule needs `published` or `rule.center`")
-    needs = {"within_factor": "factor", "within_abs": "tolerance"}.get(kind, "threshold")
-    if needs not in claim.rule:
-        raise ValueError(f"{name}: a {kind} rule needs rule.{needs}")
-    _check_margin(claim, name)
-    return claim
-
-
-def _check_margin(claim: Claim, name: str) -> None:
-    if claim.margin is not None and claim.margin_abs is not None:
-        raise ValueError(f"{name}: give `margin` (a factor) or `margin_abs` (in the entry's unit), not both")
-    if claim.margin is not None and not claim.margin > 1:
-        raise ValueError(f"{name}: margin is a factor above 1 (1.25 = within 25% of the published figure)")
-    if claim.margin_abs is not None and not claim.margin_abs >= 0:
-        raise ValueError(f"{name}: margin_abs must be 0 or more")
-    # a published figure without a margin (files written before sizes were judged) still loads: its size is not
-    # judged; every built-in entry with a published figure has one (tests/test_claims.py)
-
-
-def load_claims(path: Path | str = CLAIMS_FILE) -> list[Claim]:
-    """Entries of a claims file (`[[claims]]` tables); a user's file has the same format as the built-in one."""
-    from polyperf.analyse.claims_file import read_claims_file  # every key and value checked, errors in one line
-
-    path = Path(path)
-    entries = read_claims_file(path, known=_FIELDS)
-    claims = [_claim(entry, f"claims file {path}") for entry in entries]
-    ids = [c.id for c in claims]
-    doubled = sorted({i for i in ids if ids.count(i) > 1})
-    if doubled:
-        raise ValueError(f"claims file {path}: ids used twice: {', '.join(doubled)}")
-    return claims
 
 
 def _column_mask(frame: pd.DataFrame, column: str, wanted: Any) -> pd.Series:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from polyperf.analyse.judge import band_of, direction_of, num
 
 if TYPE_CHECKING:
-    from polyperf.analyse.claims import Claim, Verdict
+    from polyperf.analyse.entries import Claim, Verdict
 
 __all__ = ["headline", "rule_text"]
 
