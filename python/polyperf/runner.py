@@ -195,12 +195,14 @@ def _answers(
     """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
     in the run's log: the README's "first answers after" figures come from there)."""
     from polyperf.report import write_report
-    from polyperf.report.terminal import answers_text, run_verdicts
+    from polyperf.report.answers import judge_run
+    from polyperf.report.terminal import answers_text
 
     begun = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end
         table = finalize_run(run_dir)
+        answers = judge_run(run_dir, table)  # judged once, into verdicts.json: the report, store and compare read it
         report_path = write_report(run_dir)
     log_line(
         run_dir,
@@ -211,7 +213,7 @@ def _answers(
         env = load_env(run_dir)
         new = None if final else done[-1:]
         text = answers_text(
-            run_verdicts(table), done=done, total=total, new=new, env=env, notes=env.get("notes", []) if final else ()
+            answers.records, done=done, total=total, new=new, env=env, notes=env.get("notes", []) if final else ()
         )
         print(f"\n{text}\npolyperf: report {report_path}\n", flush=True)
     return report_path

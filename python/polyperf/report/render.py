@@ -18,14 +18,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from polyperf.analyse.claims import evaluate
 from polyperf.common.atomic import atomic_path, safe_dir, write_text_atomic
 from polyperf.record.lines import valid_rows
 from polyperf.record.run_dir import load_env, load_run, resolve_run
+from polyperf.report.answers import run_answers
 from polyperf.report.count_figures import count_figures
 from polyperf.report.default import default_figures, median_table
 from polyperf.report.figure import Figure
 from polyperf.report.flags import NOISE_SHARE, Flag, find_flags
+from polyperf.report.forest import forest_figure
 from polyperf.report.index import write_index
 from polyperf.report.templating import render_template
 from polyperf.report.view import (
@@ -113,6 +114,20 @@ def _index_of(run_dir: Path) -> Path | None:
     return run_dir.parent.parent / "index.html" if run_dir.parent.name == "runs" else None
 
 
+def _forest(records: list[dict], fig_dir: Path, flags: list[Flag]) -> Figure | None:
+    """The forest plot of every answer, saved beside the suites' figures; a flag instead when it cannot be drawn."""
+    try:
+        figure = forest_figure(records)
+    except (ValueError, TypeError, KeyError) as exc:
+        flags.append(Flag("failed", "forest plot of the answers", f"not drawn: {type(exc).__name__}: {exc}", ""))
+        return None
+    if figure is not None:
+        with atomic_path(fig_dir / f"{figure.name}.png") as tmp:
+            figure.figure.savefig(tmp, dpi=110, format="png")
+        plt.close(figure.figure)
+    return figure
+
+
 def write_report(run: str | os.PathLike[str]) -> Path:
     """Renders the report of a run directory (and refreshes the index of runs beside it); returns the path of
     `report.html`."""
@@ -121,13 +136,16 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     env = load_env(run_dir)
     fig_dir = safe_dir(run_dir / "report")
     suites = sorted(table["suite"].dropna().unique())
-    verdicts = [v for v in evaluate(table) if v.claim.suite in suites]
+    answers = run_answers(run_dir, table)  # the verdicts the run wrote (an older run's: judged now, and said)
+    verdicts = list(answers.records)
     claimed: dict[str, set[str]] = {}
     for v in verdicts:
-        claimed.setdefault(v.claim.suite, set()).add(v.claim.metric)
+        if v.get("metric"):
+            claimed.setdefault(v["suite"], set()).add(v["metric"])
     flags = find_flags(table, env, run_dir)
     # figures and medians show the values that can stand; verdicts and flags saw every row
     sections = _sections(valid_rows(table), suites, fig_dir, claimed, flags)
+    forest = _forest(verdicts, fig_dir, flags)
     flames_dir = run_dir / "flamegraphs"
     index = _index_of(run_dir)
     context = {
@@ -137,7 +155,10 @@ def write_report(run: str | os.PathLike[str]) -> Path:
         "notes": NOTES,
         "verdicts": verdict_rows(verdicts),
         "counts": verdict_counts(verdicts),
-        "family": verdicts[0].family.describe() if verdicts and verdicts[0].family else "",
+        "family": answers.family,
+        "answers_note": answers.note,
+        "claims_files": answers.claims_files,
+        "forest": forest,
         # what needs reading first; noisy series (many in a smoke run of few repeats) fold away under it
         "flags": _flags_table([f for f in flags if f.kind != "noisy"]),
         "noisy": _flags_table([f for f in flags if f.kind == "noisy"]),
