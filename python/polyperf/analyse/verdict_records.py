@@ -56,7 +56,9 @@ def record_of(verdict: Verdict) -> dict[str, Any]:
         "center": claim.center,
         "held_back": any(bool(getattr(p, "held_back", False)) for p in parts.values()),
     }
-    record = {**added, **verdict.as_record()}
+    record = verdict.as_record()
+    for key, value in added.items():
+        record.setdefault(key, value)
     record.setdefault("outcome", outcome_of(record))
     return record
 

@@ -19,6 +19,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from polyperf.analyse.verdict_records import OUTCOMES, finite, outcome_of
@@ -51,10 +52,11 @@ class ForestRow:
     family_low: float | None
     family_high: float | None
     published: float | None  # the article's figure, on the panel's scale
-    expected: float | None  # a rule's centre or threshold where nothing was published
+    expected: float | None  # the rule's centre where it is not the published figure, or its threshold without one
     scale: float  # what the record's numbers were divided by (1 for ratios)
     ratio: bool  # drawn on the ratio panel
     words: str = ""  # said on the row instead of drawn: not measured, or no ratio to a reference of 0
+    numbers: str = ""  # the measured and reference figures in the entry's unit, beside a row of another unit
 
     @property
     def family_differs(self) -> bool:
@@ -96,7 +98,13 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
         return _positive(value / scale) if value is not None else None
 
     published = on_scale("published")
-    expected = None if published is not None or expected_raw is None else _positive(expected_raw / scale)
+    center, published_raw = finite(record.get("center")), finite(record.get("published"))
+    if published_raw is not None:  # polyperf's own expectation differs from the article's (it counts one call alone)
+        differs = center is not None and not math.isclose(center, published_raw)
+        expected = _positive(center / scale) if differs else None
+    else:
+        expected = None if expected_raw is None else _positive(expected_raw / scale)
+    numbers = _numbers(measured, finite(record.get("published")), expected_raw, scale, ratio, record.get("unit", ""))
     return ForestRow(
         record["claim"],
         record.get("kind", "claim"),
@@ -111,7 +119,24 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
         scale,
         ratio,
         words if words or on_scale("measured") is not None else f"measured {measured:g}: not above 0",
+        numbers,
     )
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.3g}"
+
+
+def _numbers(
+    measured: float | None, published: float | None, expected: float | None, scale: float, ratio: bool, unit: str
+) -> str:
+    """The row's figures in its own unit, at its right: `52.7× vs 11.4×`, `247 vs 257 syscalls`."""
+    if measured is None:
+        return ""
+    if ratio:
+        return f"{measured:.3g}×" + (f" vs {published:.4g}×" if published is not None else "")
+    reference = published if published is not None else expected if expected is not None else scale
+    return f"{_number(measured)} vs {_number(reference)} {unit}"
 
 
 def forest_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[ForestRow], list[ForestRow]]:
@@ -143,13 +168,24 @@ def _draw_row(ax: Axes, y: float, row: ForestRow, xlim: tuple[float, float]) -> 
         ax.plot([row.low, row.high], [y, y], color=color, lw=4.5, solid_capstyle="butt", zorder=3)
     if row.point is not None:
         ax.plot([row.point], [y], "o", ms=6, mfc=color, mec="black", mew=0.7, zorder=4)
-    if row.published is not None:
-        ax.plot([row.published], [y], "D", ms=6, mfc="white", mec="black", mew=1.1, zorder=5)
-    elif row.expected is not None:
+    if row.published is not None:  # behind the point and larger: both show where they coincide (an exact count)
+        ax.plot([row.published], [y], "D", ms=9, mfc="white", mec="black", mew=1.1, zorder=3.5)
+    if row.expected is not None:
         ax.plot([row.expected], [y], "|", ms=11, mew=1.6, color="#444444", zorder=5)
     if row.words:
         where = blended_transform_factory(ax.transAxes, ax.transData)
         ax.text(0.5, y, row.words, transform=where, ha="center", va="center", fontsize=7.5, color="#555555")
+
+
+def _ticks(ax: Axes, xlim: tuple[float, float]) -> None:
+    """Plain numbers (0.5, 1, 2, 5, 10), not powers of ten; within a factor of 3 (counts near their published
+    figure) evenly spaced ones, since a log axis has no decade to mark there."""
+    if xlim[1] / xlim[0] < 3:
+        ax.xaxis.set_major_locator(MaxNLocator(6))
+    else:
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _panel(ax: Axes, rows: list[ForestRow], title: str, xlabel: str) -> None:
@@ -176,11 +212,18 @@ def _panel(ax: Axes, rows: list[ForestRow], title: str, xlabel: str) -> None:
         labels.append((row.id, False))
         y += 1
     ax.axvline(1.0, color="black", lw=0.8, ls="--", zorder=1)
+    _ticks(ax, xlim)
     ax.set_yticks([-i for i in range(len(labels))], [text for text, _ in labels], fontsize=8)
     for tick, (_, bold) in zip(ax.get_yticklabels(), labels, strict=True):
         if bold:
             tick.set_fontweight("bold")
     ax.set_ylim(-len(labels) + 0.4, 0.6)
+    if any(r.numbers for r in rows):  # the figures themselves (a count's are hidden by its ratio to the article's)
+        right = ax.twinx()
+        right.set_ylim(ax.get_ylim())
+        entries = [next((r.numbers for r in rows if r.id == text), "") if not bold else "" for text, bold in labels]
+        right.set_yticks([-i for i in range(len(labels))], entries, fontsize=7.5, color="#444444")
+        right.tick_params(axis="y", length=0)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     ax.grid(True, axis="y", alpha=0.12)
     ax.set_title(title, fontsize=10, loc="left")
@@ -196,8 +239,8 @@ def _legend_handles(outcomes: list[str]) -> list[Line2D]:
         handle.set_label(outcome)
     handles += [
         Line2D([], [], color="#666666", lw=1.2, marker="|", ms=7, label="interval at the family's level"),
-        Line2D([], [], ls="", marker="D", mfc="white", mec="black", label="published figure"),
-        Line2D([], [], ls="", marker="|", ms=11, mew=1.6, color="#444444", label="expected (nothing published)"),
+        Line2D([], [], ls="", marker="D", ms=8, mfc="white", mec="black", label="published figure"),
+        Line2D([], [], ls="", marker="|", ms=11, mew=1.6, color="#444444", label="expected by polyperf's rule"),
     ]
     return handles
 
@@ -214,7 +257,7 @@ def forest_figure(records: Iterable[Mapping[str, Any]]) -> Figure | None:
             (
                 others,
                 "Counts and other units",
-                "measured ÷ published (else expected), log scale; 1 = as the article said",
+                "measured ÷ published (else expected), log scale; 1 = the article's figure",
             ),
         )
         if rows
