@@ -89,8 +89,9 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
     words = "not measured" if outcome == "not measured" or measured is None else ""
     if scale is None:  # a reference of 0: no ratio exists, the numbers go in words
         unit = record.get("unit", "")
-        shown = "–" if measured is None else f"{measured:g}"
-        words = words or f"measured {shown} {unit}, expected {expected_raw if expected_raw is not None else '–'}"
+        shown = "–" if measured is None else _number(measured)
+        expected_text = "–" if expected_raw is None else _number(expected_raw)
+        words = words or f"measured {shown} {unit}, expected {expected_text}"
         return ForestRow(record["claim"], record.get("kind", "claim"), outcome, *[None] * 7, 1.0, ratio, words)
 
     def on_scale(key: str) -> float | None:
@@ -153,7 +154,7 @@ def _limits(rows: list[ForestRow]) -> tuple[float, float]:
     values = [v for r in rows for v in (r.point, r.low, r.high, r.published, r.expected) if v is not None]
     values.append(1.0)
     low, high = min(values), max(values)
-    pad = max(math.log10(high / low) * 0.08, 0.04)
+    pad = max(math.log10(high / low) * 0.1, 0.06)
     return low / 10**pad, high * 10**pad
 
 
