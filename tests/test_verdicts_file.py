@@ -178,3 +178,19 @@ def test_outcome_tells_opposite_apart():
 def test_the_golden_toy_claims_still_load(tmp_path):
     shutil.copy(TOY, tmp_path / "toy.toml")
     assert [c.id for c in load_claims(tmp_path / "toy.toml")] == ["toy.parse_fast", "toy.reads", "toy.elsewhere"]
+
+
+def test_every_command_docs_report_shows_parses():
+    """The commands of docs/report.md, with the flags shown, are commands polyperf takes."""
+    import re
+    import shlex
+
+    from polyperf.cli import build_parser
+
+    text = (Path(__file__).parents[1] / "docs" / "report.md").read_text()
+    commands = [line for block in re.findall(r"```\n(.*?)```", text, re.S) for line in block.splitlines()]
+    commands += re.findall(r"`(polyperf [^`]+)`", text)
+    shown = [shlex.split(c)[1:] for c in commands if c.startswith("polyperf ")]
+    assert len(shown) >= 5
+    for args in shown:
+        build_parser().parse_args([a if not a.isupper() else "reports/latest" for a in args])  # RUN, A, B: a run
