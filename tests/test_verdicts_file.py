@@ -194,3 +194,10 @@ def test_every_command_docs_report_shows_parses():
     assert len(shown) >= 5
     for args in shown:
         build_parser().parse_args([a if not a.isupper() else "reports/latest" for a in args])  # RUN, A, B: a run
+
+
+def test_a_damaged_file_still_gives_a_report_that_says_so(tmp_path):
+    run = make_run(tmp_path, "20260101-000000-aaaa", "c1")
+    (run / VERDICTS_FILE).write_text('{"schema_version": 99}')
+    summary = (write_report(run).parent / "summary.md").read_text()
+    assert "schema_version 99 is newer than this polyperf reads" in summary and "judged now against" in summary

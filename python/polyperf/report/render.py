@@ -12,15 +12,17 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from polyperf.analyse.verdict_records import judged_now
 from polyperf.common.atomic import atomic_path, safe_dir, write_text_atomic
 from polyperf.record.lines import valid_rows
 from polyperf.record.run_dir import load_env, load_run, resolve_run
+from polyperf.record.verdicts_file import VerdictsFileError
 from polyperf.report.answers import run_answers
 from polyperf.report.count_figures import count_figures
 from polyperf.report.default import default_figures, median_table
@@ -136,7 +138,11 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     env = load_env(run_dir)
     fig_dir = safe_dir(run_dir / "report")
     suites = sorted(table["suite"].dropna().unique())
-    answers = run_answers(run_dir, table)  # the verdicts the run wrote (an older run's: judged now, and said)
+    try:
+        answers = run_answers(run_dir, table)  # the verdicts the run wrote (an older run's: judged now, and said)
+    except VerdictsFileError as exc:  # the report still shows the run; the store refuses it until it is re-judged
+        judged = judged_now(table)
+        answers = replace(judged, note=f"{exc}: judged now against {judged.claims_files[0].path}")
     verdicts = list(answers.records)
     claimed: dict[str, set[str]] = {}
     for v in verdicts:
