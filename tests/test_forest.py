@@ -38,6 +38,8 @@ RECORDS = [
         center=0.0,
         threshold=None,
     ),
+    _record("count.share", kind="check", unit="ratio", measured=0.0, published=None, center=None, rule_kind="less_than")
+    | {"threshold": 0.5, "ci_low": 0.0, "ci_high": 0.0, "verdict": "inconclusive"},
 ]
 
 
@@ -45,12 +47,14 @@ def test_each_record_lands_on_its_panel_and_scale():
     ratios, others = forest_rows(RECORDS)
     by_id = {r.id: r for r in ratios + others}
     assert [r.id for r in ratios] == ["ratio.decided", "ratio.held", "ratio.opposite", "ratio.gone", "ratio.new"]
-    assert [r.id for r in others] == ["count.reads", "count.rows"]
+    assert [r.id for r in others] == ["count.reads", "count.rows", "count.share"]
     reads = by_id["count.reads"]  # a count is drawn as measured ÷ published, its figures beside it
     assert reads.point == pytest.approx(247 / 257) and reads.published == pytest.approx(1.0)
     assert reads.expected == pytest.approx(247 / 257) and reads.numbers == "247 vs 257 syscalls"
     rows = by_id["count.rows"]  # no ratio to 0: said in words
-    assert rows.point is None and rows.words == "measured 0 rows, expected 0"
+    assert rows.point is None and rows.words == "reproduced: measured 0 rows, expected 0"
+    share = by_id["count.share"]  # 0 has no place on a log axis either
+    assert share.point is None and share.words == "inconclusive: measured 0 ratio, expected below 0.5"
     assert by_id["ratio.gone"].words == "not measured" and by_id["ratio.gone"].published == 2.27
     assert by_id["ratio.opposite"].outcome == "opposite" and by_id["ratio.new"].outcome == "undecided: budget"
     assert by_id["ratio.held"].family_differs and not by_id["ratio.decided"].family_differs

@@ -88,10 +88,7 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
     measured = finite(record.get("measured"))
     words = "not measured" if outcome == "not measured" or measured is None else ""
     if scale is None:  # a reference of 0: no ratio exists, the numbers go in words
-        unit = record.get("unit", "")
-        shown = "–" if measured is None else _number(measured)
-        expected_text = "–" if expected_raw is None else _number(expected_raw)
-        words = words or f"measured {shown} {unit}, expected {expected_text}"
+        words = words or _in_words(record, outcome, measured)
         return ForestRow(record["claim"], record.get("kind", "claim"), outcome, *[None] * 7, 1.0, ratio, words)
 
     def on_scale(key: str) -> float | None:
@@ -119,9 +116,21 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
         expected,
         scale,
         ratio,
-        words if words or on_scale("measured") is not None else f"measured {measured:g}: not above 0",
+        words if words or on_scale("measured") is not None else _in_words(record, outcome, measured),
         numbers,
     )
+
+
+def _in_words(record: Mapping[str, Any], outcome: str, measured: float | None) -> str:
+    """A row a log axis cannot place (a value of 0, or a reference of 0): its outcome and numbers, said."""
+    unit = record.get("unit", "")
+    shown = "–" if measured is None else _number(measured)
+    kind, threshold, center = record.get("rule_kind"), finite(record.get("threshold")), finite(record.get("center"))
+    if kind in ("less_than", "greater_than") and threshold is not None:
+        expected = f"{'below' if kind == 'less_than' else 'above'} {_number(threshold)}"
+    else:
+        expected = "–" if center is None else _number(center)
+    return f"{outcome}: measured {shown} {unit}, expected {expected}"
 
 
 def _number(value: float) -> str:
@@ -175,7 +184,8 @@ def _draw_row(ax: Axes, y: float, row: ForestRow, xlim: tuple[float, float]) -> 
         ax.plot([row.expected], [y], "|", ms=11, mew=1.6, color="#444444", zorder=5)
     if row.words:
         where = blended_transform_factory(ax.transAxes, ax.transData)
-        ax.text(0.5, y, row.words, transform=where, ha="center", va="center", fontsize=7.5, color="#555555")
+        shade = "#555555" if row.outcome == "not measured" else color  # a verdict said in words keeps its colour
+        ax.text(0.5, y, row.words, transform=where, ha="center", va="center", fontsize=7.5, color=shade)
 
 
 def _ticks(ax: Axes, xlim: tuple[float, float]) -> None:
@@ -219,10 +229,13 @@ def _panel(ax: Axes, rows: list[ForestRow], title: str, xlabel: str) -> None:
         if bold:
             tick.set_fontweight("bold")
     ax.set_ylim(-len(labels) + 0.4, 0.6)
-    if any(r.numbers for r in rows):  # the figures themselves (a count's are hidden by its ratio to the article's)
+    if any(
+        r.numbers and not r.words for r in rows
+    ):  # the figures themselves (a count's are hidden by its ratio to the article's)
         right = ax.twinx()
         right.set_ylim(ax.get_ylim())
-        entries = [next((r.numbers for r in rows if r.id == text), "") if not bold else "" for text, bold in labels]
+        said = {r.id: "" if r.words else r.numbers for r in rows}
+        entries = ["" if bold else said.get(text, "") for text, bold in labels]
         right.set_yticks([-i for i in range(len(labels))], entries, fontsize=7.5, color="#444444")
         right.tick_params(axis="y", length=0)
     ax.grid(True, axis="x", which="both", alpha=0.3)
