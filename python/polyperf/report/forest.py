@@ -185,7 +185,18 @@ def _draw_row(ax: Axes, y: float, row: ForestRow, xlim: tuple[float, float]) -> 
     if row.words:
         where = blended_transform_factory(ax.transAxes, ax.transData)
         shade = "#555555" if row.outcome == "not measured" else color  # a verdict said in words keeps its colour
-        ax.text(0.5, y, row.words, transform=where, ha="center", va="center", fontsize=7.5, color=shade)
+        ax.text(
+            0.5,
+            y,
+            row.words,
+            transform=where,
+            ha="center",
+            va="center",
+            fontsize=7.5,
+            color=shade,
+            bbox={"fc": "white", "ec": "none", "pad": 1.0},
+            zorder=6,
+        )
 
 
 def _ticks(ax: Axes, xlim: tuple[float, float]) -> None:
