@@ -3,6 +3,8 @@ with the family's interval only where it differs; the report and summary.md show
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import pytest
@@ -59,6 +61,12 @@ def test_each_record_lands_on_its_panel_and_scale():
     assert by_id["ratio.opposite"].outcome == "opposite" and by_id["ratio.new"].outcome == "undecided: budget"
     assert by_id["ratio.held"].family_differs and not by_id["ratio.decided"].family_differs
     assert by_id["ratio.new"].expected == 1.0 and by_id["ratio.new"].numbers == "2×"
+    # n = 6 bounds no interval at the family's level: the whole line, unlike an entry that was not tested
+    small = _record("ratio.small", family_level=0.999, family_ci_low=None, family_ci_high=None)
+    [[unbounded], _] = forest_rows([small])
+    assert (unbounded.family_low, unbounded.family_high) == (0.0, math.inf) and unbounded.family_differs
+    [[untested], _] = forest_rows([small | {"family_level": None}])
+    assert untested.family_low is None and not untested.family_differs
 
 
 def _face_colors(ax) -> set[str]:

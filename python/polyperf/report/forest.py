@@ -49,7 +49,7 @@ class ForestRow:
     point: float | None
     low: float | None
     high: float | None
-    family_low: float | None
+    family_low: float | None  # 0 and infinity: the family's level bounds no interval at this n (the whole line)
     family_high: float | None
     published: float | None  # the article's figure, on the panel's scale
     expected: float | None  # the rule's centre where it is not the published figure, or its threshold without one
@@ -102,6 +102,10 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
         expected = _positive(center / scale) if differs else None
     else:
         expected = None if expected_raw is None else _positive(expected_raw / scale)
+    family_low, family_high = on_scale("family_ci_low"), on_scale("family_ci_high")
+    unbounded = finite(record.get("family_level")) is not None and None in (family_low, family_high)
+    if unbounded and on_scale("ci_low") is not None:  # n too small for any interval at the family's level: the line
+        family_low, family_high = 0.0, math.inf
     numbers = _numbers(measured, finite(record.get("published")), expected_raw, scale, ratio, record.get("unit", ""))
     return ForestRow(
         record["claim"],
@@ -110,8 +114,8 @@ def _row(record: Mapping[str, Any]) -> ForestRow:
         on_scale("measured"),
         on_scale("ci_low"),
         on_scale("ci_high"),
-        on_scale("family_ci_low"),
-        on_scale("family_ci_high"),
+        family_low,
+        family_high,
         published,
         expected,
         scale,
@@ -308,7 +312,8 @@ def forest_figure(records: Iterable[Mapping[str, Any]]) -> Figure | None:
         "Every answer at a glance",
         "One row per entry: the point is the measured estimate, the thick bar its 95% interval, the thin bar the "
         "interval at the family's level where it differs (the one the decision after the family's control agrees "
-        "with; an arrow where it runs off the axis), the open diamond the article's figure. Colour: the verdict, "
-        "with the direction measured the other way (opposite) apart from the rest of not reproduced.",
+        "with; an arrow where it runs off the axis, the whole line where n is too small for any interval at that "
+        "level), the open diamond the article's figure. Colour: the verdict, with the direction measured the other "
+        "way (opposite) apart from the rest of not reproduced.",
         fig,
     )
