@@ -25,6 +25,7 @@ from polyperf.analyse.compare import (
     worst_regression,
 )
 from polyperf.analyse.stats import Summary, exact_range, min_pairs, ratio, summarize, unpaired_has_interval
+from polyperf.analyse.verdict_records import judge
 from polyperf.record.schema import as_frame
 from polyperf.report import compare_figure as compare_figure_mod
 from polyperf.report.compare_figure import compare_figure
@@ -270,10 +271,11 @@ def _run(run_id: str, slow: float, suite: str = "io"):
 
 
 def test_verdict_changes_lists_only_entries_whose_verdict_moved(tmp_path):
+    """From the records each run wrote: an entry only one run judged reads "not measured" in the other."""
     claims = load_claims(_claims_file(tmp_path, ENTRY.format(id="a", extra="") + ENTRY.format(id="b", extra="")))
-    other = load_claims(_claims_file(tmp_path, ENTRY.format(id="elsewhere", extra="").replace('"io"', '"net"')))
     a, b = _run("A", 2.0), _run("B", 8.0)
-    changes = verdict_changes(a, b, claims + other)
+    [ra, rb] = [judge(frame, claims)[0] for frame in (a, b)]
+    changes = verdict_changes(ra, rb)
     assert list(changes.columns) == ["claim", "kind", "verdict_a", "verdict_b", "measured_a", "measured_b", "reason_b"]
     assert changes["claim"].tolist() == ["a", "b"] and set(changes["kind"]) == {"claim"}
     [before, after] = [evaluate(frame, claims[:1])[0] for frame in (a, b)]
@@ -281,8 +283,8 @@ def test_verdict_changes_lists_only_entries_whose_verdict_moved(tmp_path):
     assert (row["verdict_a"], row["verdict_b"]) == (before.verdict, after.verdict) and before.verdict != after.verdict
     assert row["measured_a"] == before.measured.median and row["measured_b"] == after.measured.median
     assert row["reason_b"] == after.reason
-    assert verdict_changes(a, _run("C", 2.0), claims).empty
-    gone = verdict_changes(a, a.iloc[0:0], claims)
+    assert verdict_changes(ra, judge(_run("C", 2.0), claims)[0]).empty
+    gone = verdict_changes(ra, [])
     assert gone["verdict_b"].tolist() == ["not measured"] * 2 and gone["measured_b"].isna().all()
 
 

@@ -18,6 +18,7 @@ from polyperf.cli import main
 from polyperf.record import Row
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir
 from polyperf.report import write_report
+from polyperf.report.answers import judge_run
 from polyperf.report.history import build_history
 from polyperf.report.history_page import write_history_page
 from polyperf.store import add_runs, open_store
@@ -52,7 +53,7 @@ def history_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run_dir = new_run_dir(out, run_id=f"202601{commit + 1:02d}-000000-aaaa")
         RowWriter(run_dir).write(_rows(commit, rng))
         (run_dir / "env.json").write_text(json.dumps({**ENV, "git_commit": f"{commit:02d}" * 20}))
-        finalize_run(run_dir)
+        judge_run(run_dir, finalize_run(run_dir))  # as `polyperf run` does: judged once, into verdicts.json
         if commit % 12 == 0:
             write_report(run_dir)
         runs.append(run_dir)

@@ -85,6 +85,10 @@ def test_a_main_job_prints_every_claims_headline_as_its_suite_ends(tmp_path):
     )
     records = json.loads(verdicts.stdout)
     assert {r["suite"] for r in records} == {"io_buffering", "bson"}
+    # what the screen said is what the run wrote, once, in verdicts.json (judged again, the same rows agree)
+    written = json.loads((run_dir / "verdicts.json").read_text())
+    assert written["written_by"] == "polyperf run" and written["claims_files"][0]["path"].endswith("claims.toml")
+    assert [(r["claim"], r["headline"]) for r in written["verdicts"]] == [(r["claim"], r["headline"]) for r in records]
     final = screen[screen.index("answers after 2 of 2 suites") :]
     for record in records:  # every claim, by id, with the headline the verdicts command gives it
         if record["verdict"] != "not measured":

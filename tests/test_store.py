@@ -15,6 +15,7 @@ from polyperf.cli import main
 from polyperf.record import Row
 from polyperf.record.env_record import is_commit
 from polyperf.record.run_dir import RowWriter, finalize_run, new_run_dir
+from polyperf.report.answers import judge_run
 from polyperf.store import StoreError, add_runs, open_store, read_run
 from polyperf.store.schema import SCHEMA_VERSION
 
@@ -26,8 +27,11 @@ def commit_id(name: str) -> str:
     return name if is_commit(name) else name.encode().hex().ljust(40, "0")
 
 
-def make_run(out: Path, run_id: str, commit: str, seconds: float = 1.0, syscalls: int = 100, **env: object) -> Path:
-    """A finished run folder: a timed series (7 repeats) and an exact count, at `commit`."""
+def make_run(
+    out: Path, run_id: str, commit: str, seconds: float = 1.0, syscalls: int = 100, verdicts: bool = True, **env: object
+) -> Path:
+    """A finished run folder: a timed series (7 repeats) and an exact count, at `commit`, with the verdicts.json
+    `polyperf run` writes (none with `verdicts=False`: a run from before runs kept their verdicts)."""
     run_dir = new_run_dir(out, run_id=run_id)
     rows = [
         Row("io_buffering", "parse", "serde_json", "buffered", "seconds", seconds * (1 + r / 1000), "s", repeat=r)
@@ -39,7 +43,9 @@ def make_run(out: Path, run_id: str, commit: str, seconds: float = 1.0, syscalls
     ]
     RowWriter(run_dir).write(rows)
     (run_dir / "env.json").write_text(json.dumps({**ENV, "git_commit": commit_id(commit), **env}))
-    finalize_run(run_dir)
+    table = finalize_run(run_dir)
+    if verdicts:
+        judge_run(run_dir, table)
     return run_dir
 
 

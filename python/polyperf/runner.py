@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from polyperf.common import procs, steps
 from polyperf.common.paths import suite_of
@@ -235,12 +235,16 @@ def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: 
     """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
     in the run's log: the README's "first answers after" figures come from there)."""
     from polyperf.report import write_report
-    from polyperf.report.terminal import answers_text, run_verdicts
+    from polyperf.report.answers import judge_run
+    from polyperf.report.terminal import answers_text
 
     run_dir, begun = run_.run_dir, time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end
         table = run_.write_table()
+        # judged once, into verdicts.json: the report, store and compare read it
+        top_ups = load_env(run_dir).get("top_ups") or {}  # why an entry the run left open is open, said beside it
+        answers = judge_run(run_dir, table, suites=done, still_open=top_ups.get("open", {}))
         report_path = write_report(run_dir)
     log_line(
         run_dir,
@@ -250,15 +254,8 @@ def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: 
     if not quiet:
         env = load_env(run_dir)
         new = None if final else done[-1:]
-        from polyperf.analyse.user_claims import claims_of_run
-
         text = answers_text(
-            run_verdicts(table, claims_of_run(run_dir), done),
-            done=done,
-            total=total,
-            new=new,
-            env=env,
-            notes=env.get("notes", []) if final else (),
+            answers.records, done=done, total=total, new=new, env=env, notes=env.get("notes", []) if final else ()
         )
         print(f"\n{text}\npolyperf: report {report_path}\n", flush=True)
     return report_path
@@ -354,15 +351,17 @@ def _top_up(
     run_: Run, deadline: float, folder: Path, echo: _Echo, seed_env: dict[str, str], args: list[str], quiet: bool
 ) -> str | None:
     """Repeats for the entries still undecided until `deadline` (`topups`); returns the signal that interrupted it."""
-    from polyperf.analyse.user_claims import claims_of_run
-    from polyperf.report.terminal import run_verdicts
+    from polyperf.analyse.claims import evaluate
+    from polyperf.analyse.verdict_records import claims_for
     from polyperf.topups import add_repeats
 
-    claims = claims_of_run(run_.run_dir)  # the run's own claims files, kept in the run folder
+    def judge(table: Any) -> list:  # a table; polyperf's claims and the run's own, as the answers judge them
+        return evaluate(table, claims_for(table, run_dir=run_.run_dir)[0])
+
     topped = add_repeats(
         run_,
         deadline=deadline,
-        judge=lambda table: run_verdicts(table, claims),
+        judge=judge,
         stream=lambda cmd, env: _stream(cmd, run_, folder.parent, echo, {**seed_env, **env}),
         pytest_cmd=lambda nodes: [sys.executable, "-m", "pytest", *nodes, *args],
         quiet=quiet,

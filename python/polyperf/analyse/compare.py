@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
-from polyperf.analyse.claims import Claim, evaluate, load_claims, per_repeat
+from polyperf.analyse.claims import per_repeat
 from polyperf.analyse.gate import FAILED_IN_B, NOT_PRODUCED, check_settings, holm
 from polyperf.analyse.stats import ratio
 from polyperf.common.units import format_value
@@ -371,23 +371,25 @@ def to_markdown(df: pd.DataFrame, *, only_changes: bool = False) -> str:
     return table.to_markdown(index=False)
 
 
-def verdict_changes(a: pd.DataFrame, b: pd.DataFrame, claims: list[Claim] | None = None) -> pd.DataFrame:
-    """The registry entries whose verdict differs between runs A and B (only suites present in either run)."""
-    entries = claims if claims is not None else load_claims()
-    suites = set(a.get("suite", pd.Series(dtype=object))) | set(b.get("suite", pd.Series(dtype=object)))
-    entries = [c for c in entries if c.suite in suites]
+def verdict_changes(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """The entries whose verdict differs between runs A and B, from the verdict records each run wrote (its
+    verdicts.json, `analyse.verdict_records`): an entry one run lacks was not measured there."""
+    by_a = {r["claim"]: r for r in a}
+    by_b = {r["claim"]: r for r in b}
+    absent = {"verdict": "not measured", "measured": None, "reason": "not judged in this run"}
     rows = []
-    for va, vb in zip(evaluate(a, entries), evaluate(b, entries), strict=True):
-        if va.verdict != vb.verdict:
+    for claim in dict.fromkeys([*by_a, *by_b]):
+        ra, rb = by_a.get(claim, absent), by_b.get(claim, absent)
+        if ra["verdict"] != rb["verdict"]:
             rows.append(
                 {
-                    "claim": va.claim.id,
-                    "kind": va.claim.kind,
-                    "verdict_a": va.verdict,
-                    "verdict_b": vb.verdict,
-                    "measured_a": va.measured.median if va.measured else math.nan,
-                    "measured_b": vb.measured.median if vb.measured else math.nan,
-                    "reason_b": vb.reason,
+                    "claim": claim,
+                    "kind": ra.get("kind") or rb.get("kind"),
+                    "verdict_a": ra["verdict"],
+                    "verdict_b": rb["verdict"],
+                    "measured_a": math.nan if ra.get("measured") is None else float(ra["measured"]),
+                    "measured_b": math.nan if rb.get("measured") is None else float(rb["measured"]),
+                    "reason_b": rb.get("reason", ""),
                 }
             )
     columns = ["claim", "kind", "verdict_a", "verdict_b", "measured_a", "measured_b", "reason_b"]

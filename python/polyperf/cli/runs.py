@@ -112,6 +112,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from polyperf.analyse.gate import DRIFT_NOTE, FAMILY_NOTE, attribute_missing, check_settings, gate
     from polyperf.record import load_run, resolve_run
     from polyperf.record.lines import valid_rows
+    from polyperf.report.answers import run_answers
     from polyperf.report.compare_figure import compare_figure
     from polyperf.report.flags import failed_tests
 
@@ -138,10 +139,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.markdown:
         Path(args.markdown).write_text(to_markdown(table, only_changes=args.only_changes), encoding="utf-8")
     if not frame_a.empty and not frame_b.empty:
-        from polyperf.analyse.user_claims import merged_claims
-        from polyperf.record.suite_files import kept_claims
-
-        moved = verdict_changes(frame_a, frame_b, merged_claims([*kept_claims(run_a), *kept_claims(run_b)]))
+        answers = [run_answers(run, frame) for run, frame in ((run_a, frame_a), (run_b, frame_b))]
+        for side, answer in zip("AB", answers, strict=True):
+            if answer.note:  # a run older than verdicts.json: judged now, and said
+                print(f"polyperf compare: run {side}: {answer.note}", file=sys.stderr)
+        moved = verdict_changes(answers[0].records, answers[1].records)
         print(f"\nverdicts that changed: {len(moved)}")
         for row in moved.itertuples():
             print(f"  {row.claim} ({row.kind}): {row.verdict_a} -> {row.verdict_b}; B: {row.reason_b}")

@@ -1,4 +1,5 @@
-"""`polyperf verdicts RUN [--claims FILE] [--json]`: a run judged against the built-in claims or a user's own file."""
+"""`polyperf verdicts RUN [--claims FILE ...] [--json] [--write]`: a run judged again, against the built-in claims or a
+user's own files; with --write, the run's verdicts.json is replaced (the only way it changes after the run)."""
 
 from __future__ import annotations
 
@@ -91,10 +92,10 @@ def _text(records: list[dict]) -> str:
 
 
 def _cmd_verdicts(args: argparse.Namespace) -> int:
-    from polyperf.analyse.claims import evaluate
-    from polyperf.analyse.user_claims import claims_of_run, merged_claims
+    from polyperf.analyse.verdict_records import claims_for, judge
     from polyperf.record import load_run, resolve_run
     from polyperf.record.run_dir import UnreadableLines
+    from polyperf.record.verdicts_file import VERDICTS_FILE, VerdictsFileError, read_verdicts, write_verdicts
 
     run_dir = resolve_run(args.run)
     with warnings.catch_warnings(record=True) as caught:
@@ -102,22 +103,34 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
         table = load_run(run_dir)
     for warning in caught:
         print(f"polyperf verdicts: {warning.message}", file=sys.stderr)
-    if args.claims:  # every entry of the given files, their ids checked against the run's other claims
-        given = [Path(p) for p in args.claims]
-        ids = {c.id for c in merged_claims(given, builtin=None)}
-        entries = [c for c in claims_of_run(run_dir, given) if c.id in ids]
-    else:  # polyperf's claims and those kept in the run, of the suites it ran
-        suites = set(table["suite"].dropna()) if "suite" in table else set()
-        entries = [c for c in claims_of_run(run_dir) if c.suite in suites]
-    verdicts = evaluate(table, entries, family=args.family)
-    records = [v.as_record() for v in verdicts]
+    entries, files = claims_for(table, [Path(c) for c in args.claims or ()], run_dir=run_dir)
+    records, family = judge(table, entries, family=args.family)
+    if args.write:  # the one way a run's verdicts change after it ran: asked for, and said
+        try:
+            before = read_verdicts(run_dir)
+        except VerdictsFileError:  # a damaged file is what --write is for
+            before = None
+        written = write_verdicts(run_dir, records, files, written_by="polyperf verdicts --write", family=family)
+        was = ", ".join(f"{s.path} ({s.sha256[:12]})" for s in before.claims_files) if before else "none"
+        now = ", ".join(f"{s.path} ({s.sha256[:12]})" for s in written.claims_files)
+        print(
+            f"polyperf verdicts: {run_dir / VERDICTS_FILE} rewritten: judged against {now} (before: {was}); "
+            f"`polyperf report {run_dir}` redraws its report",
+            file=sys.stderr,
+        )
+    elif (run_dir / VERDICTS_FILE).exists():
+        print(
+            f"polyperf verdicts: judged now; the run's own {VERDICTS_FILE} (what it printed) is unchanged "
+            "(--write replaces it)",
+            file=sys.stderr,
+        )
     if args.json:
         json.dump(records, sys.stdout, indent=2, ensure_ascii=False)
         print()
     else:
         print(f"polyperf verdicts: {run_dir}")
-        if verdicts and verdicts[0].family is not None:
-            print(f"Family: {verdicts[0].family.describe()}.")
+        if family:
+            print(f"Family: {family}.")
         print(_text(records))
     return 0
 
@@ -126,8 +139,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "verdicts",
         help="judge a run against the published claims, or against your own claims file",
-        description="Judge a run against the built-in claims (the entries of the suites it ran) or every entry of "
-        "your own claims file.\n\n" + VERDICTS_HELP,
+        description="Judge a run again against the built-in claims (the entries of the suites it ran) or every entry "
+        "of your own claims files. A run writes its verdicts once, into verdicts.json, as it runs; the report, store, "
+        "compare and history read that file. This command prints a new judgement, and with --write replaces the "
+        "file.\n\n" + VERDICTS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -140,8 +155,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--claims",
         action="append",
         metavar="FILE",
-        help="your claims file (TOML, the format below); repeatable. Without it: polyperf's claims and those the run "
-        "was made with (claims.toml beside its suites, `run --claims`)",
+        help="your claims file (TOML, the format below); give it again for more files, judged as one family. Without "
+        "it: polyperf's claims and those the run was made with (claims.toml beside its suites, `run --claims`)",
+    )
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="replace the run's verdicts.json with these verdicts (the report, store, compare and history read it; "
+        "a run is otherwise judged once, when it runs)",
     )
     p.add_argument(
         "--json",

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from polyperf.analyse.claims import VERDICTS, evaluate, load_claims
-from polyperf.analyse.user_claims import claims_of_run
+from polyperf.analyse.claims import VERDICTS
 from polyperf.common.atomic import write_text_atomic
 from polyperf.record import load_env, load_run
+from polyperf.report.answers import run_answers
 from polyperf.report.templating import render_template
 from polyperf.report.view import verdict_counts
 
@@ -70,11 +70,7 @@ def _read_entry(run_dir: Path, out_dir: Path) -> RunEntry:
     suites = sorted(table["suite"].dropna().unique()) if table is not None and len(table) else []
     counts = dict.fromkeys(VERDICTS, 0)
     if suites:
-        try:  # polyperf's claims and the user's the run was made with
-            claims = claims_of_run(run_dir)
-        except ValueError as exc:  # a user's file gone bad costs this row its own claims, not the index
-            claims, status = load_claims(), f"claims: {exc}"[:160]
-        counts = verdict_counts(v for v in evaluate(table, claims) if v.claim.suite in suites)
+        counts = verdict_counts(run_answers(run_dir, table).records)  # as the run wrote them, or judged now
     if env.get("interrupted"):
         status = f"interrupted by {env['interrupted']}"
     elif table is not None and not len(table):

@@ -12,21 +12,23 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from polyperf.analyse.claims import evaluate
-from polyperf.analyse.user_claims import claims_of_run
+from polyperf.analyse.verdict_records import judged_now
 from polyperf.common.atomic import atomic_path, safe_dir, write_text_atomic
 from polyperf.record.lines import valid_rows
 from polyperf.record.run_dir import load_env, load_run, resolve_run
+from polyperf.record.verdicts_file import VerdictsFileError
+from polyperf.report.answers import run_answers
 from polyperf.report.count_figures import count_figures
 from polyperf.report.default import default_figures, median_table
 from polyperf.report.figure import Figure
 from polyperf.report.flags import NOISE_SHARE, Flag, find_flags
+from polyperf.report.forest import forest_figure
 from polyperf.report.index import write_index
 from polyperf.report.templating import render_template
 from polyperf.report.view import (
@@ -114,6 +116,20 @@ def _index_of(run_dir: Path) -> Path | None:
     return run_dir.parent.parent / "index.html" if run_dir.parent.name == "runs" else None
 
 
+def _forest(records: list[dict], fig_dir: Path, flags: list[Flag]) -> Figure | None:
+    """The forest plot of every answer, saved beside the suites' figures; a flag instead when it cannot be drawn."""
+    try:
+        figure = forest_figure(records)
+    except (ValueError, TypeError, KeyError) as exc:
+        flags.append(Flag("failed", "forest plot of the answers", f"not drawn: {type(exc).__name__}: {exc}", ""))
+        return None
+    if figure is not None:
+        with atomic_path(fig_dir / f"{figure.name}.png") as tmp:
+            figure.figure.savefig(tmp, dpi=110, format="png")
+        plt.close(figure.figure)
+    return figure
+
+
 def write_report(run: str | os.PathLike[str]) -> Path:
     """Renders the report of a run directory (and refreshes the index of runs beside it); returns the path of
     `report.html`."""
@@ -122,13 +138,20 @@ def write_report(run: str | os.PathLike[str]) -> Path:
     env = load_env(run_dir)
     fig_dir = safe_dir(run_dir / "report")
     suites = sorted(table["suite"].dropna().unique())
-    verdicts = [v for v in evaluate(table, claims_of_run(run_dir)) if v.claim.suite in suites]
+    try:
+        answers = run_answers(run_dir, table)  # the verdicts the run wrote (an older run's: judged now, and said)
+    except VerdictsFileError as exc:  # the report still shows the run; the store refuses it until it is re-judged
+        judged = judged_now(table, run_dir)
+        answers = replace(judged, note=f"{exc}: judged now against {judged.claims_files[0].path}")
+    verdicts = list(answers.records)
     claimed: dict[str, set[str]] = {}
     for v in verdicts:
-        claimed.setdefault(v.claim.suite, set()).add(v.claim.metric)
+        if v.get("metric"):
+            claimed.setdefault(v["suite"], set()).add(v["metric"])
     flags = find_flags(table, env, run_dir)
     # figures and medians show the values that can stand; verdicts and flags saw every row
     sections = _sections(valid_rows(table), suites, fig_dir, claimed, flags)
+    forest = _forest(verdicts, fig_dir, flags)
     flames_dir = run_dir / "flamegraphs"
     index = _index_of(run_dir)
     context = {
@@ -138,7 +161,10 @@ def write_report(run: str | os.PathLike[str]) -> Path:
         "notes": NOTES,
         "verdicts": verdict_rows(verdicts, env),
         "counts": verdict_counts(verdicts),
-        "family": verdicts[0].family.describe() if verdicts and verdicts[0].family else "",
+        "family": answers.family,
+        "answers_note": answers.note,
+        "claims_files": answers.claims_files,
+        "forest": forest,
         # what needs reading first; noisy series (many in a smoke run of few repeats) fold away under it
         "flags": _flags_table([f for f in flags if f.kind != "noisy"]),
         "noisy": _flags_table([f for f in flags if f.kind == "noisy"]),

@@ -1,29 +1,19 @@
 """The answers of a run for a terminal: one line per claim (its two-part headline, the measured value with its
 interval and n), counts by outcome, what was not measured and why, for a machine without a browser (SSH, CI).
-`polyperf run` prints it after each suite and at the end; the report's verdict table says the same."""
+`polyperf run` prints it after each suite and at the end, from the verdicts.json it has just written; the report's
+verdict table says the same."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
-from polyperf.analyse.claims import Claim, Verdict, evaluate
+from polyperf.analyse.claims import Verdict
 from polyperf.report.view import VerdictRow, verdict_counts, verdict_rows
 
-__all__ = ["answers_text", "run_verdicts"]
+__all__ = ["answers_text"]
 
 _SHORT = {"reproduced": "reproduced", "not reproduced": "NOT reproduced", "inconclusive": "inconclusive"}
-
-
-def run_verdicts(
-    table: pd.DataFrame, claims: Sequence[Claim] | None = None, suites: Iterable[str] = ()
-) -> list[Verdict]:
-    """The claims (the built-in ones by default) of the suites the table holds or `suites` names, judged on it (one
-    family, as the report does): a suite that ran but recorded nothing names its claims as not measured."""
-    ran = (set(table["suite"].dropna()) if "suite" in table else set()) | set(suites)
-    return [v for v in evaluate(table, claims) if v.claim.suite in ran]
 
 
 def _line(row: VerdictRow, still_open: Mapping[str, str]) -> str:
@@ -41,7 +31,7 @@ def _line(row: VerdictRow, still_open: Mapping[str, str]) -> str:
 
 
 def answers_text(
-    verdicts: Iterable[Verdict],
+    verdicts: Iterable[Verdict | Mapping[str, Any]],
     *,
     done: Sequence[str],
     total: int,
@@ -49,8 +39,9 @@ def answers_text(
     new: Sequence[str] | None = None,
     env: Mapping[str, Any] | None = None,
 ) -> str:
-    """`done` suites of `total`; `new`: show only the claims of these suites (the counts cover every suite
-    done). Claims that were not measured say why; the run's notes say what it left out."""
+    """`verdicts`: the records the run wrote (verdicts.json), or verdicts; `done` suites of `total`; `new`: show
+    only the claims of these suites (the counts cover every suite done). Claims that were not measured say why; the
+    run's notes say what it left out."""
     verdicts = list(verdicts)
     counts = verdict_counts(verdicts)
     said = ", ".join(f"{n} {name}" for name, n in counts.items() if n)

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from polyperf.analyse.claims import EXACT, VERDICTS, Verdict
+from polyperf.analyse.verdict_records import finite, records_of
 from polyperf.common.units import format_value
 from polyperf.record.schema import BASE_UNITS
 
@@ -126,33 +127,46 @@ def _plain_numbers(text: str) -> str:
     return _EXPONENT.sub(plain, text)
 
 
-def _published(v: Verdict) -> str:
-    c = v.claim
-    if c.published is not None:
-        return claim_value(c.published, c.unit, digits=6)
-    if c.center is not None:  # a rule centred on a value nobody published: polyperf's reading of the claim
-        prefix = "expected " if c.kind == "check" else "≈ "
-        return prefix + claim_value(c.center, c.unit, digits=6)
-    if c.rule["kind"] in ("less_than", "greater_than"):
-        side = "<" if c.rule["kind"] == "less_than" else ">"
-        bound = f"{side} {claim_value(float(c.rule['threshold']), c.unit, digits=6)}"
-        return f"direction only: {bound}" if c.kind == "claim" else f"expected {bound}"
+def _published(r: Mapping[str, Any]) -> str:
+    unit, kind = str(r.get("unit", "")), r.get("kind")
+    if r.get("published") is not None:
+        return claim_value(r["published"], unit, digits=6)
+    if r.get("center") is not None:  # a rule centred on a value nobody published: polyperf's reading of the claim
+        prefix = "expected " if kind == "check" else "≈ "
+        return prefix + claim_value(r["center"], unit, digits=6)
+    if r.get("rule_kind") in ("less_than", "greater_than") and r.get("threshold") is not None:
+        side = "<" if r["rule_kind"] == "less_than" else ">"
+        bound = f"{side} {claim_value(float(r['threshold']), unit, digits=6)}"
+        return f"direction only: {bound}" if kind == "claim" else f"expected {bound}"
     return "–"
 
 
-def _noise(v: Verdict) -> str:
-    if v.measured is not None and v.measured.method == EXACT:
+def _noise(r: Mapping[str, Any]) -> str:
+    if r.get("method") == EXACT:
         return "exact"
-    return "" if v.noise_floor is None else f"±{v.noise_floor:.1%}"
+    return "" if r.get("noise_floor") is None else f"±{r['noise_floor']:.1%}"
 
 
-def _size_ratio(v: Verdict) -> str:
+def _size_ratio(r: Mapping[str, Any]) -> str:
     """measured ÷ published with its interval: `3.7× (2.1 – 5.2×) of published`."""
-    r = v.size_ratio
-    if r is None:
+    ratio, low, high = finite(r.get("size_ratio")), finite(r.get("size_ci_low")), finite(r.get("size_ci_high"))
+    if ratio is None:
         return ""
-    interval = f" ({r[1]:.3g} – {r[2]:.3g}×)" if math.isfinite(r[1]) and r[1] != r[2] else ""
-    return f"{r[0]:.3g}×{interval} of published"
+    interval = f" ({low:.3g} – {high:.3g}×)" if low is not None and high is not None and low != high else ""
+    return f"{ratio:.3g}×{interval} of published"
+
+
+def _interval(r: Mapping[str, Any], low: str, high: str) -> str:
+    lo, hi = finite(r.get(low)), finite(r.get(high))
+    return "" if lo is None or hi is None else claim_interval(lo, hi, int(r.get("n") or 0), str(r.get("unit", "")))
+
+
+def _family_interval(r: Mapping[str, Any]) -> str:
+    """Where the family's control held a part back: the interval at the family's level, which touches the bound."""
+    if not r.get("held_back") or r.get("family_level") is None:
+        return ""
+    wide = _interval(r, "family_ci_low", "family_ci_high") or "no bounded interval"
+    return f"{wide} at the family's {r['family_level']:.2%}"
 
 
 _KIND_ORDER = {"claim": 0, "derived": 1, "check": 2}
@@ -173,55 +187,59 @@ def conditions_text(conditions: Mapping[str, str], env: Mapping[str, Any] | None
     return "; ".join(part for part in (text, f"measured on {', '.join(here)}" if here else "") if part)
 
 
-def verdict_rows(verdicts: Iterable[Verdict], env: Mapping[str, Any] | None = None) -> list[VerdictRow]:
-    """Claims first, then polyperf's restatements (derived), then checks, each in registry order; `env` (the run's
-    env.json) names the machine beside an entry's conditions."""
+def _still_open(record: Mapping[str, Any]) -> str:
+    """Why the run's added repeats left an entry open (the data, or the budget), when the run said."""
+    return f"; still open: {record['still_open']}" if record.get("still_open") else ""
+
+
+def verdict_rows(
+    verdicts: Iterable[Verdict | Mapping[str, Any]], env: Mapping[str, Any] | None = None
+) -> list[VerdictRow]:
+    """Claims first, then polyperf's restatements (derived), then checks, each in registry order. From the records
+    a run wrote (verdicts.json), or verdicts judged here; `env` (the run's env.json) names the machine beside an
+    entry's conditions."""
     rows = []
-    for v in sorted(verdicts, key=lambda v: _KIND_ORDER.get(v.claim.kind, 3)):
-        c, m = v.claim, v.measured
-        interval = claim_interval(m.low, m.high, m.n, c.unit) if m is not None and m.has_interval else ""
-        if m is not None and m.method == EXACT:
+    for r in sorted(records_of(verdicts), key=lambda r: _KIND_ORDER.get(r.get("kind", ""), 3)):
+        unit = str(r.get("unit", ""))
+        interval = _interval(r, "ci_low", "ci_high")
+        if r.get("method") == EXACT:
             interval = interval or "exact count"
-        wide, held_back = v.family_interval, any(p.held_back for p in v.parts.values())
-        family_interval = ""
-        if wide is not None and held_back:
-            bounded = wide.has_interval
-            family_interval = claim_interval(wide.low, wide.high, wide.n, c.unit) if bounded else "no bounded interval"
-            family_interval += f" at the family's {v.family_level:.2%}"
+        statement = str(r.get("statement", ""))
         rows.append(
             VerdictRow(
-                id=c.id,
-                suite=c.suite,
-                statement=c.statement,
-                headline=_headline(c.statement),
-                published=_published(v),
-                measured=claim_value(m.median, c.unit) if m else "–",
+                id=r["claim"],
+                suite=r["suite"],
+                statement=statement,
+                headline=_headline(statement),
+                published=_published(r),
+                measured=claim_value(finite(r.get("measured")), unit),
                 interval=interval,
-                n=m.n if m else 0,
-                verdict=v.verdict,
-                badge=v.verdict.replace(" ", "-"),
-                rule=_plain_numbers(v.rule_text),
-                source=c.source,
-                note=c.note,
-                kind=c.kind,
-                reason=_plain_numbers(v.reason),
-                noise=_noise(v),
-                direction=v.direction or "",
-                size=v.size or "",
-                size_ratio=_size_ratio(v),
-                family_interval=family_interval,
-                verdict_text=v.headline or v.verdict,
-                conditions=conditions_text(getattr(c, "conditions", None) or {}, env),
+                n=int(r.get("n") or 0),
+                verdict=r["verdict"],
+                badge=r["verdict"].replace(" ", "-"),
+                rule=_plain_numbers(str(r.get("rule", ""))),
+                source=str(r.get("source", "")),
+                note=str(r.get("note") or ""),
+                kind=r.get("kind", "claim"),
+                reason=_plain_numbers(str(r.get("reason", "")) + _still_open(r)),
+                noise=_noise(r),
+                direction=r.get("direction") or "",
+                size=r.get("size") or "",
+                size_ratio=_size_ratio(r),
+                family_interval=_family_interval(r),
+                verdict_text=r.get("headline") or r["verdict"],
+                conditions=conditions_text(r.get("conditions") or {}, env),
             )
         )
     return rows
 
 
-def verdict_counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
-    """{verdict: count} over every verdict name, zeros included, in the order of `VERDICTS`."""
+def verdict_counts(verdicts: Iterable[Verdict | Mapping[str, Any]]) -> dict[str, int]:
+    """{verdict: count} over every verdict name, zeros included, in the order of `VERDICTS` (a name it lacks,
+    from a newer file, after them)."""
     counts = dict.fromkeys(VERDICTS, 0)
-    for v in verdicts:
-        counts[v.verdict] += 1
+    for r in records_of(verdicts):
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     return counts
 
 

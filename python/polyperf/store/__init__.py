@@ -87,9 +87,10 @@ def open_store(url: str | os.PathLike[str] | None = None, *, out: str | os.PathL
 
 
 def add_runs(store: Store, paths: list[str | os.PathLike[str]]) -> list[tuple[str, str]]:
-    """Adds each run folder; returns (path, outcome) with outcome "added", "already stored" or the one-line reason
-    it was refused. A run that cannot be read does not stop the others; a store that cannot be written (unreachable,
-    newer) raises StoreError."""
+    """Adds each run folder; returns (path, outcome) with outcome "added" (followed by "; " and a note when a run
+    without verdicts.json had its verdicts judged now), "already stored" or the one-line reason it was refused. A run
+    that cannot be read does not stop the others; a store that cannot be written (unreachable, newer) raises
+    StoreError."""
     outcomes = []
     with store.batch():
         for path in paths:
@@ -98,5 +99,9 @@ def add_runs(store: Store, paths: list[str | os.PathLike[str]]) -> list[tuple[st
             except StoreError as exc:
                 outcomes.append((str(path), f"not stored: {exc}"))
                 continue
-            outcomes.append((str(path), "added" if store.add_run(record) else "already stored"))
+            added = store.add_run(record)
+            outcome = "added" if added else "already stored"
+            if added and record.verdicts_note:  # an older run: its verdicts were judged when stored, and it says so
+                outcome += f"; {record.verdicts_note}"
+            outcomes.append((str(path), outcome))
     return outcomes

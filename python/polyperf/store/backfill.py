@@ -103,6 +103,6 @@ def backfill(
             say(f"polyperf: {commit[:12]}: the run made no run folder; nothing stored")
             continue
         outcome = add(run_dir)
-        added += outcome == "added"
+        added += outcome.startswith("added")
         say(f"polyperf: {commit[:12]}: {outcome}")
     return added

@@ -1,7 +1,8 @@
 """What the store keeps of one run: its key (commit, branch, machine fingerprint, profile, polyperf version), one
 value per repeat of every series, one point per series (median with its interval) and every claim's verdict.
 
-`read_run` builds it from a run folder and refuses (one line) a run that was interrupted or is half-written.
+`read_run` builds it from a run folder and refuses (one line) a run that was interrupted or is half-written. The
+verdicts are those the run wrote (verdicts.json): storing never judges a run again.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class RunRecord:
     samples: pd.DataFrame
     points: pd.DataFrame
     verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    verdicts_note: str = ""  # empty when the verdicts are those the run wrote; else how they were come by
 
     @property
     def run_id(self) -> str:
@@ -146,21 +148,33 @@ def _exact_series(series: pd.DataFrame) -> frozenset[int]:
     return frozenset(series.loc[exact, "series_id"])
 
 
-def _verdicts(frame: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
-    from polyperf.analyse.claims import evaluate, verdict_table
-    from polyperf.analyse.user_claims import claims_of_run
+VERDICT_COLUMNS = ["claim", "suite", "kind", "verdict", "measured", "ci_low", "ci_high", "n", "unit", "reason"]
 
-    suites = set(frame["suite"].dropna())  # a claim of a suite that did not run is not measured: not judged
-    try:  # polyperf's claims and those the run was made with
-        claims = [c for c in claims_of_run(run_dir) if c.suite in suites]
-    except ValueError:  # a registry being edited into a bad state costs the run its verdicts, not its series
-        return pd.DataFrame(columns=["claim"])
-    table = verdict_table(evaluate(frame, claims))
+
+def _verdicts(run_dir: Path, frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The verdicts the run wrote (verdicts.json), never judged again here: a run stored after the claims changed
+    keeps what it printed. A run older than the file is judged now against the built-in claims, and the note
+    returned says so. Entries not measured are not stored."""
+    from polyperf.analyse.verdict_records import judged_now
+    from polyperf.record.verdicts_file import VerdictsFileError, read_verdicts
+
+    try:
+        answers = read_verdicts(run_dir)
+    except VerdictsFileError as exc:
+        raise StoreError(f"{exc}; not stored") from None
+    if answers is None:
+        try:
+            answers = judged_now(frame, run_dir)
+        except ValueError as exc:  # a registry being edited into a bad state costs the run its verdicts, not its series
+            return pd.DataFrame(columns=VERDICT_COLUMNS), f"no verdicts.json, and none judged now: {exc}"
+    table = pd.DataFrame.from_records(list(answers.records))
     if table.empty:
-        return table
+        return pd.DataFrame(columns=VERDICT_COLUMNS), answers.note
     table = table[table["verdict"] != "not measured"]
-    columns = ["claim", "suite", "kind", "verdict", "measured", "ci_low", "ci_high", "n", "unit", "reason"]
-    return table[columns].reset_index(drop=True)
+    for column in VERDICT_COLUMNS:  # a field a file lacks is unknown, not an error
+        if column not in table:
+            table[column] = None
+    return table[VERDICT_COLUMNS].reset_index(drop=True), answers.note
 
 
 def read_run(path: str | Path) -> RunRecord:
@@ -191,9 +205,9 @@ def read_run(path: str | Path) -> RunRecord:
     samples.insert(0, "run_id", run_dir.name)
     points = points_of(samples, _exact_series(series))
     points.insert(0, "run_id", run_dir.name)
-    verdicts = _verdicts(frame, run_dir)
+    verdicts, note = _verdicts(run_dir, frame)
     verdicts.insert(0, "run_id", run_dir.name)
-    return RunRecord(_meta(run_dir, env), series, samples, points, verdicts)
+    return RunRecord(_meta(run_dir, env), series, samples, points, verdicts, note)
 
 
 def _meta(run_dir: Path, env: dict[str, Any]) -> dict[str, Any]:
