@@ -25,9 +25,10 @@ A verdict has two parts. Direction (rule less_than / greater_than): reproduced /
 margin, "larger" / "smaller" wholly outside it, else inconclusive. An entry that claims a value (rule within_*) is
 judged inside / outside its band. `verdict` stays one of reproduced / not reproduced / inconclusive / not measured
 (the direction, or the band); `headline` says both parts: "reproduced, 5.6x larger than published (63.5x vs 11.43x)".
-Every tested part of the run forms one family, controlled together (--family: Benjamini-Yekutieli at a 5% false
-discovery rate by default, or Holm's family-wise error rate; both hold under any dependence between the tests, which
-a mix of direction and equivalence tests on shared rows needs): an outcome its own interval decides but the family's
+Every tested part of the run forms one family, controlled together (--family: e-BH on the parts' e-values at a 5%
+false discovery rate by default, or Benjamini-Yekutieli or Holm's family-wise error rate on 1/e; all hold under any
+dependence between the tests, which a mix of direction and equivalence tests on shared rows needs, and at the number
+of repeats a run stopped at): an outcome its own interval decides but the family's
 adjustment does not is "inconclusive", and says so. A part held back by the noise floor cannot be declared and
 enters the family with p = 1, so that it cannot lower the bar for the others. Exact counts are not tests.
 
@@ -175,10 +176,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--family",
-        choices=("by", "holm"),
-        default="by",
-        help="how the run's tests are controlled together, under any dependence: by (Benjamini-Yekutieli, false "
-        "discovery rate 5%%; "
-        "default) or holm (family-wise error rate 5%%)",
+        choices=("ebh", "by", "holm"),
+        default="ebh",
+        help="how the run's tests are controlled together, under any dependence, on each part's e-value: ebh "
+        "(e-BH, false discovery rate 5%%; default, as `polyperf run` judges), by (Benjamini-Yekutieli on 1/e) or "
+        "holm (family-wise error rate 5%%)",
     )
     p.set_defaults(func=_cmd_verdicts)
