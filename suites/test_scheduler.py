@@ -5,16 +5,17 @@ beside them: spawn_many, yield_many, ping_pong and chained_spawn, as Tokio defin
   (`rust_apps/sched_bench`, criterion);
 - old: the pre-2019 work-stealing pool itself, tokio-threadpool 0.1.18 under tokio 0.1.22
   (`rust_apps/sched_bench_old`, its own lock file, criterion);
-- Go: the same shapes with goroutines and channels (`go test -bench`) at GOMAXPROCS = those CPUs and 1.
+- Go: the same shapes with goroutines and channels (`go test -bench`, its test executable built once) at
+  GOMAXPROCS = those CPUs and 1.
 
 No load generator runs beside a microbenchmark, so it may use every CPU of the run (recorded in params).
 Old and new are paired within a round, case by case: each pair is two fresh processes back to back, seconds apart,
 one criterion benchmark each, the side that goes first alternating (`orchestrate.pairs`), so a busy spell of a
-shared machine hits both sides of a pair alike. Every benchmark process runs in a session of its own at a raised
-priority where the harness may raise it (on 2 cores, any neighbour otherwise takes a worker's core from the
-runtime; params say the priority it got), and each row says which share of the machine other processes used
-meanwhile (`foreign_cpu_share`; docs/noise.md has the measurements behind these choices). Today's current-thread
-runtime and Go follow in the same round. Each criterion sample (time per iteration) is a row, with the round as
+shared machine hits both sides of a pair alike. Every benchmark process runs at a raised priority in a session of
+its own where the harness may raise it (on 2 cores, any neighbour otherwise takes a worker's core from the runtime;
+params say the priority each got), and each row says which share of the machine other processes used meanwhile
+(`foreign_cpu_share`; docs/noise.md has the measurements behind these choices). Today's current-thread runtime and
+Go follow in the same round. Each criterion sample (time per iteration) is a row, with the round as
 its repeat; so is each Go result line. Verdicts and reports count rounds, not samples: samples of one round are
 not independent.
 """
@@ -47,11 +48,10 @@ SHAPES = {
 # the sides of the old/new claims: implementation -> (crate dir, bench target, criterion group)
 NEW = ("tokio", RUST_APPS, "scheduler", "multi_thread")
 OLD = ("tokio 0.1", OLD_CRATE, "old_scheduler", "old_threadpool")
-# Every benchmark process runs at this priority in a session of its own, where the harness may raise it (root or
-# CAP_SYS_NICE): with autogroups the kernel shares the CPU between sessions, and on 2 cores a neighbour's session
-# otherwise takes a worker's core from the runtime half the time (docs/noise.md: the share other processes took
-# fell from about 0.8 to 0.3 on a busy machine).
-NICE = -20
+# Every benchmark process is boosted (`procs.spawn(boost=True)`: nice -20 for a session of its own, where the harness
+# may raise it, root or CAP_SYS_NICE): on 2 cores any neighbour otherwise takes a worker's core from the runtime.
+# Params say what each process got; docs/noise.md has the measurements.
+BOOST = True
 BUILD_TIMEOUT = 1800  # a cold build of either crate takes ~4 min on 2 busy cores
 RUN_TIMEOUT = 600
 
@@ -79,9 +79,9 @@ def cpus():
     return sorted(os.sched_getaffinity(0))
 
 
-def _run(cmd, *, cwd, log, env=None, timeout=RUN_TIMEOUT, nice=None, on_spawn=None):
+def _run(cmd, *, cwd, log, env=None, timeout=RUN_TIMEOUT, boost=False, on_spawn=None):
     env = {**os.environ, **(env or {})}
-    code = procs.run(cmd, log_path=log, cwd=cwd, env=env, timeout=timeout, nice=nice, on_spawn=on_spawn)
+    code = procs.run(cmd, log_path=log, cwd=cwd, env=env, timeout=timeout, boost=boost, on_spawn=on_spawn)
     if code != 0:
         raise AssertionError(f"`{' '.join(map(str, cmd))}` exited with {code} (log {log}): {log_tail(log, 6)}")
 
@@ -135,7 +135,7 @@ def _criterion(binary: Path, name_filter: str, home: Path, args, log: Path, work
             cwd=binary.parent,
             log=log,
             env=env,
-            nice=NICE,
+            boost=BOOST,
             on_spawn=lambda pid: priority.append(priority_of(pid)),
         )
     found = read_criterion(home)
@@ -174,11 +174,28 @@ def _paired_round(record, rnd, sides, *, home, args, logs, workers, params):
         _record_criterion(record, found, implementation=implementation, repeat=rnd, params=record_params)
 
 
-def _go_round(record, rnd, *, logs, benchtime, workers, params):
+@pytest.fixture(scope="module")
+def go_binary(run_dir):
+    """The Go benchmarks' test executable, built once (unboosted: a compile is not measured), run every round."""
+    require_tool("go")
+    out = run_dir / "bin" / "schedbench.test"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _run(
+        ["go", "test", "-c", "-o", str(out), "./internal/schedbench"],
+        cwd=GO_APPS,
+        log=run_dir / "logs" / "sched-go-build.log",
+    )
+    return out
+
+
+def _go_round(record, rnd, go_binary, *, logs, benchtime, workers, params):
     go_log = logs / f"sched-go-{rnd}.log"
     gomaxprocs = sorted({workers, 1}, reverse=True)
-    cmd = ["go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime, "-count", "1"]
-    _run([*cmd, "-cpu", ",".join(map(str, gomaxprocs)), "./internal/schedbench"], cwd=GO_APPS, log=go_log, nice=NICE)
+    cmd = [go_binary, "-test.run", "^$", "-test.bench", ".", "-test.benchmem", "-test.benchtime", benchtime]
+    cmd += ["-test.count", "1", "-test.cpu", ",".join(map(str, gomaxprocs))]
+    priority: list[str] = []
+    _run(cmd, cwd=go_binary.parent, log=go_log, boost=BOOST, on_spawn=lambda pid: priority.append(priority_of(pid)))
+    params = {**params, "priority": priority[0]}
     lines = [line for line in parse_go_bench(go_log.read_text()) if line.name in SHAPES]
     assert len(lines) == len(SHAPES) * len(gomaxprocs), go_log.read_text()[-2000:]
     for line in lines:
@@ -194,10 +211,9 @@ def _go_round(record, rnd, *, logs, benchtime, workers, params):
         record("allocs_per_op", line.allocs_per_op or 0.0, "count", **common)
 
 
-def test_scheduler_rounds(record, run_dir, plan, cpus, new_binary, old_binary):
+def test_scheduler_rounds(record, run_dir, plan, cpus, new_binary, old_binary, go_binary):
     """Round by round: new vs old Tokio in adjacent pairs, then the current-thread runtime, then Go at two
     GOMAXPROCS values."""
-    require_tool("go")
     workers = len(cpus)
     params = {"cpus": cpu_label(cpus), "workers": workers}
     logs = run_dir / "logs"
@@ -212,7 +228,7 @@ def test_scheduler_rounds(record, run_dir, plan, cpus, new_binary, old_binary):
         )
         assert {e.group for e in found} == {"current_thread"}
         _record_criterion(record, found, implementation=NEW[0], repeat=rnd, params={**params, **run_params})
-        _go_round(record, rnd, logs=logs, benchtime=plan["go_benchtime"], workers=workers, params=params)
+        _go_round(record, rnd, go_binary, logs=logs, benchtime=plan["go_benchtime"], workers=workers, params=params)
     if not old_ok:
         add_note(run_dir, f"scheduler: the old tokio 0.1 thread pool did not build here: {old_binary}")
         pytest.xfail(f"tokio 0.1's thread pool did not build here, so old vs new is not measured: {old_binary}")

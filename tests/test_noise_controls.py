@@ -90,11 +90,14 @@ def test_a_raised_priority_is_applied_in_a_session_of_its_own(tmp_path):
     script = "import os, pathlib; p = pathlib.Path('/proc/self/autogroup'); print(os.getsid(0) == os.getpid(), "
     script += "p.read_text().split()[-1] if p.exists() else os.getpriority(os.PRIO_PROCESS, 0))"
     code = procs.run(
-        [sys.executable, "-c", script], log_path=log, nice=-7, on_spawn=lambda pid: seen.append(priority_of(pid))
+        [sys.executable, "-c", script], log_path=log, boost=True, on_spawn=lambda pid: seen.append(priority_of(pid))
     )
     assert code == 0
-    assert log.read_text().split() == ["True", "-7"]
-    assert seen == ["autogroup nice -7"] if Path("/proc/self/autogroup").exists() else seen == ["nice -7"]
+    assert log.read_text().split() == ["True", "-20"]
+    flag = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    autogroups = flag.exists() and flag.read_text().strip() != "0"
+    expected = "autogroup nice -20" if autogroups else "nice -20"
+    assert seen == [expected]
 
 
 def test_without_nice_the_child_keeps_the_harness_session(tmp_path):

@@ -92,8 +92,16 @@ def parse_nice(autogroup_text: str) -> int | None:
 
 
 def priority_of(pid: int) -> str:
-    """The priority process `pid` runs at, as the kernel states it: "autogroup nice N" where autogroups share the
-    CPU between sessions, else "nice N" (read while the process lives; "unknown" once it is gone)."""
+    """The priority process `pid` runs at, as the kernel states it: "SCHED_RR N" / "SCHED_FIFO N" (real time),
+    "autogroup nice N" where autogroups share the CPU between sessions, else "nice N" (read while the process
+    lives; "unknown" once it is gone)."""
+    try:
+        policy = os.sched_getscheduler(pid)
+        if policy in (os.SCHED_RR, os.SCHED_FIFO):
+            name = "SCHED_RR" if policy == os.SCHED_RR else "SCHED_FIFO"
+            return f"{name} {os.sched_getparam(pid).sched_priority}"
+    except OSError:
+        return "unknown"
     try:
         enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() != "0"
         nice = parse_nice(Path(f"/proc/{pid}/autogroup").read_text()) if enabled else None
