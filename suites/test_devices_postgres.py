@@ -44,7 +44,7 @@ from polyperf.measure.device_table import table_name
 from polyperf.measure.per_second import per_second, read_oha_requests, spike_ratio
 from polyperf.orchestrate.count_runs import CountPlan
 from polyperf.orchestrate.db_restart import RestartPlan, restart_under_load
-from polyperf.orchestrate.db_runs import Database, PostRuns
+from polyperf.orchestrate.db_runs import Database, PostRuns, ceiling_requests
 from polyperf.orchestrate.load_suite import LoadEnv
 from polyperf.record.env import add_note
 from polyperf.serve.cpu_account import CpuAccount
@@ -70,7 +70,7 @@ def plan(profile):
         "other_repeats": profile.pick(smoke=1, quick=1, full=3),  # the other pools: the shape by pool size
         "connections": profile.pick(smoke=64, quick=256, full=512),
         "calibrate_requests": profile.pick(smoke=1_500, quick=2_000, full=20_000),
-        "ceiling_s": profile.pick(smoke=0.7, quick=0.35, full=5.0),
+        "ceiling_s": profile.pick(smoke=0.7, quick=0.3, full=5.0),
         "fixed_s": profile.pick(smoke=3.0, quick=3.0, full=10.0),  # whole seconds: one p99 each
         "rate": profile.pick(smoke=500, quick=1_000, full=2_000),
         "locust_steps": profile.pick(
@@ -210,8 +210,7 @@ def test_ceiling(env, runs, plan, ceilings, targets):
             runs.oha(
                 target,
                 case="ceiling",
-                # 1.5x: the calibration included the warm-up, later runs go faster
-                requests=max(200, round(1.5 * ceilings[target.key] * plan["ceiling_s"])),
+                requests=ceiling_requests(ceilings[target.key], plan["ceiling_s"], plan["connections"]),
                 bound_s=3 * plan["ceiling_s"] + 2,
                 connections=plan["connections"],
                 repeat=repeat,

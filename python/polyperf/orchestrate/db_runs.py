@@ -33,7 +33,18 @@ from polyperf.serve.cpu_account import CpuAccount
 from polyperf.serve.fleet import Target
 from polyperf.serve.postgres import ThrowawayPostgres
 
-__all__ = ["Database", "PostRuns", "check_metrics"]
+__all__ = ["MIN_REQUESTS_PER_CONNECTION", "Database", "PostRuns", "ceiling_requests", "check_metrics"]
+
+# A ceiling run makes at least this many requests per connection: with fewer, opening the connections and draining
+# the last requests fill much of a window. In a main job axum's cold calibration planned 865 requests for 256
+# connections (windows of 0.12-0.3 s, a third of gnet's), and gnet/axum ranged 0.6-8.7 over twelve repeats.
+MIN_REQUESTS_PER_CONNECTION = 8
+
+
+def ceiling_requests(ceiling_rps: float, seconds: float, connections: int) -> int:
+    """The request count of a ceiling run: `seconds` at 1.5x the calibrated rate (the calibration included the
+    warm-up; later runs go faster), and at least `MIN_REQUESTS_PER_CONNECTION` per connection."""
+    return max(MIN_REQUESTS_PER_CONNECTION * connections, round(1.5 * ceiling_rps * seconds))
 
 
 @dataclass

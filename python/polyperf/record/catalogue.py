@@ -115,6 +115,7 @@ _TIMES = [
     _m("bytes", "bytes", "none", "size of the input a row was timed on", gated=False),
     _m("cpu_seconds", "s", "lower", "process CPU time of one call"),
     _m("criterion_estimate_s", "s", "lower", "criterion's own estimate of a round", gated=False),
+    _m("foreign_cpu_share", "ratio", "none", "share of the machine's CPU other processes used meanwhile", gated=False),
     _m("bytes_per_op", "bytes", "lower", "Go benchmark bytes allocated per operation"),
     _m("allocs_per_op", "count", "lower", "Go benchmark allocations per operation (a mean over b.N)", exact=False),
     _m("seconds_per_multiply", "s", "lower", "wall time of one matrix multiply"),

@@ -90,6 +90,7 @@ PER_RUN_PARAMS = (
     "round",
     "sample",
     "server_process",
+    "foreign_cpu_share",  # how busy the rest of the machine was while a benchmark process ran
     # calibrated settings: the same rule (the auto CPU budget, a fixed rate set as a share of the measured ceiling)
     # gives another number in every run, so the number cannot name the series
     "rate",
