@@ -254,12 +254,13 @@ def test_the_scheduler_suite_records_criterion_and_go_through_the_same_path():
 
 
 def test_a_suite_that_ran_names_its_claims_not_measured(tmp_path):
-    from polyperf.report.terminal import answers_text, run_verdicts
+    from polyperf.analyse.claims import evaluate
+    from polyperf.report.terminal import answers_text
 
     write_suite("docs", "micro", tmp_path)
-    claims = merged_claims([tmp_path / "docs.claims.toml"])
+    claims = [c for c in merged_claims([tmp_path / "docs.claims.toml"]) if c.suite == "docs"]
     empty = pd.DataFrame(columns=["suite", "case", "implementation", "variant", "metric", "value", "unit", "repeat"])
-    verdicts = run_verdicts(empty, claims, ["docs"])
+    verdicts = evaluate(empty, claims)
     assert [v.verdict for v in verdicts] == ["not measured"]
     text = answers_text(verdicts, done=["docs"], total=1)
     assert "docs.contender_vs_baseline: suite docs has no rows in this run" in text and "no claims yet" not in text
