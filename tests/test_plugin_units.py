@@ -34,17 +34,19 @@ def test_suite_of_a_node_id_or_a_path():
 
 
 def test_quota_option():
-    assert plugin._quota(None) == (None, False)
-    assert plugin._quota("") == (None, False)
-    assert plugin._quota("none") == (None, False)
-    assert plugin._quota("auto") == (1.0, True)
-    assert plugin._quota("0.5") == (0.5, False)
-    with pytest.raises(pytest.UsageError) as info:
-        plugin._quota("half")
+    from polyperf.record.load_options import parse_quota
+
+    assert parse_quota(None) == (None, False)
+    assert parse_quota("") == (None, False)
+    assert parse_quota("none") == (None, False)
+    assert parse_quota("auto") == (1.0, True)
+    assert parse_quota("0.5") == (0.5, False)
+    with pytest.raises(ValueError) as info:
+        parse_quota("half")
     assert str(info.value) == "--server-cpu-quota takes a number of CPUs (e.g. 0.5) or auto, not 'half'"
     for bad in ("0", "-1", "nan"):
-        with pytest.raises(pytest.UsageError) as info:
-            plugin._quota(bad)
+        with pytest.raises(ValueError) as info:
+            parse_quota(bad)
         assert str(info.value) == f"--server-cpu-quota must be above 0, not {bad!r}"
 
 
@@ -119,8 +121,10 @@ def test_benchmark_rows_from_the_test_when_not_described():
     ]
     plain = plugin.benchmark_rows(_bench([1.0], iterations=0, name="test_write", param=None))
     assert plain == [Row("io_buffering", "write", "write", "", "seconds", 1.0, "s", 0, {"iterations": 1})]
-    assert plugin._plain(None) is None and plugin._plain(True) is True and plugin._plain(2.5) == 2.5
-    assert plugin._plain([1]) == "[1]"
+    from polyperf.record.benchmark_rows import _plain
+
+    assert _plain(None) is None and _plain(True) is True and _plain(2.5) == 2.5
+    assert _plain([1]) == "[1]"
 
 
 def test_benchmark_rows_of_a_described_benchmark_with_throughput():
