@@ -56,25 +56,25 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return out.tolist()
 
 
-def by(pvalues: Sequence[float]) -> list[float]:
-    """Benjamini-Yekutieli adjusted p-values (scipy), in the input's order; NaN entries stay NaN and do not count."""
+def _step_up(pvalues: Sequence[float], method: str) -> list[float]:
+    """scipy's step-up adjustment ("bh" or "by") in the input's order; NaN entries stay NaN and do not count."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, math.nan)
     tested = ~np.isnan(p)
     if tested.any():
-        out[tested] = false_discovery_control(np.clip(p[tested], 0.0, 1.0), method="by")
+        out[tested] = false_discovery_control(np.clip(p[tested], 0.0, 1.0), method=method)
     return out.tolist()
+
+
+def by(pvalues: Sequence[float]) -> list[float]:
+    """Benjamini-Yekutieli adjusted p-values (scipy), in the input's order; NaN entries stay NaN and do not count."""
+    return _step_up(pvalues, "by")
 
 
 def ebh(inverse_evalues: Sequence[float]) -> list[float]:
     """e-BH's adjusted values from each part's 1/e, in the input's order: a part is declared at `rate` exactly when
     its adjusted value is <= rate (Benjamini-Hochberg's step-up on 1/e); NaN entries stay NaN and do not count."""
-    p = np.asarray(inverse_evalues, dtype=float)
-    out = np.full(p.shape, math.nan)
-    tested = ~np.isnan(p)
-    if tested.any():
-        out[tested] = false_discovery_control(np.clip(p[tested], 0.0, 1.0), method="bh")
-    return out.tolist()
+    return _step_up(inverse_evalues, "bh")
 
 
 def adjust(pvalues: Sequence[float], method: str = DEFAULT) -> list[float]:
