@@ -9,15 +9,15 @@ beside them: spawn_many, yield_many, ping_pong and chained_spawn, as Tokio defin
   GOMAXPROCS = those CPUs and 1.
 
 No load generator runs beside a microbenchmark, so it may use every CPU of the run (recorded in params).
-Old and new are paired within a round, case by case: each pair is two fresh processes back to back, seconds apart,
-one criterion benchmark each, the side that goes first alternating (`orchestrate.pairs`), so a busy spell of a
-shared machine hits both sides of a pair alike. Every benchmark process runs at a raised priority in a session of
-its own where the harness may raise it (on 2 cores, any neighbour otherwise takes a worker's core from the runtime;
-params say the priority each got), and each row says which share of the machine other processes used meanwhile
-(`foreign_cpu_share`; docs/noise.md has the measurements behind these choices). Today's current-thread runtime and
-Go follow in the same round. Each criterion sample (time per iteration) is a row, with the round as
-its repeat; so is each Go result line. Verdicts and reports count rounds, not samples: samples of one round are
-not independent.
+Old and new are paired within a round, case by case: each pair is two fresh processes back to back, well under a
+second apart, one criterion benchmark each, the side that goes first alternating (`orchestrate.pairs`), so a busy
+spell of a shared machine hits both sides of a pair alike. Every benchmark process runs at a raised priority in a
+session of its own where the harness may raise it (on 2 cores, any neighbour otherwise takes a worker's core from
+the runtime; params say the priority each got), and each row says which share of the machine other processes used
+meanwhile (`foreign_cpu_share`; docs/noise.md has the measurements behind these choices). Today's current-thread
+runtime and Go follow in the same round. Each criterion sample (time per iteration) is a row, with the round as its
+repeat; so is each Go result line. Verdicts and reports count rounds, not samples: samples of one round are not
+independent.
 """
 
 from __future__ import annotations
@@ -99,10 +99,12 @@ def _build(cwd: Path, bench: str, log: Path) -> Path:
         _run(cmd, cwd=cwd, log=log, env={"CARGO_TERM_COLOR": "never"}, timeout=BUILD_TIMEOUT)
     found = None
     for line in log.read_text(errors="replace").splitlines():
-        if line.startswith("{"):
-            message = json.loads(line)
-            if message.get("executable") and message.get("target", {}).get("name") == bench:
-                found = Path(message["executable"])
+        try:
+            message = json.loads(line) if line.startswith("{") else {}
+        except ValueError:
+            continue
+        if message.get("executable") and message.get("target", {}).get("name") == bench:
+            found = Path(message["executable"])
     if found is None:
         raise AssertionError(f"cargo named no executable for the {bench} benchmarks (log {log})")
     return found
