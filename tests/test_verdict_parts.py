@@ -152,6 +152,7 @@ def test_exact_counts_are_not_tests_and_keep_their_published_size():
             | {"metric": "read_syscalls", "unit": "count", "value": 2009109.0, "repeat": 0}
         ]
     )
+    # Spelled out, not toy_claims.ratio_claim: this is a value claim with an absolute margin, not the toy ratio.
     claim = Claim(
         id="sys",
         suite="io",

@@ -25,6 +25,7 @@ def _time_per_mode(table: pd.DataFrame) -> Figure | None:
     ax.set_yscale("log")
     ax.set_ylabel("ms per parse (median, 95% CI)")
     ax.set_title(f"Parsing a {size:,}-byte GeoJSON file")
+    # The same Figure tail as in bson.py's figures: the name, title and caption are each figure's own.
     return Figure(
         "io_time_per_mode",
         "Time per read mode",
@@ -80,6 +81,7 @@ def _time_vs_capacity(table: pd.DataFrame) -> Figure | None:
     ax.set_xlabel("BufReader capacity (bytes)")
     ax.set_ylabel("ms per parse (median, 95% CI)")
     ax.set_title("Parse time vs buffer capacity")
+    # The same axes set-up as _syscalls_vs_capacity: each figure keeps its own scales, labels and caption.
     return Figure(
         "io_time_vs_capacity",
         "Time vs buffer capacity",
