@@ -35,8 +35,10 @@ def _time_per_mode(table: pd.DataFrame) -> Figure | None:
     )
 
 
-def _sweep(table: pd.DataFrame, case: str, metric: str) -> pd.DataFrame:
-    return table[(table["case"] == case) & (table["metric"] == metric)]
+def _sweep(table: pd.DataFrame, case: str, metric: str, *params: str) -> pd.DataFrame:
+    """The rows of one sweep and metric, with the named params as columns."""
+    rows = table[(table["case"] == case) & (table["metric"] == metric)]
+    return rows.assign(**{p: with_param(rows, p) for p in params})
 
 
 def _capacity_axes(ax: Axes, ylabel: str, title: str) -> None:
@@ -49,10 +51,9 @@ def _capacity_axes(ax: Axes, ylabel: str, title: str) -> None:
 
 
 def _syscalls_vs_capacity(table: pd.DataFrame) -> Figure | None:
-    rows = _sweep(table, "capacity_sweep", "read_syscalls")
+    rows = _sweep(table, "capacity_sweep", "read_syscalls", "capacity", "bytes")
     if rows.empty:
         return None
-    rows = rows.assign(capacity=with_param(rows, "capacity"), bytes=with_param(rows, "bytes"))
     fig, ax = new_axes()
     for size, g in rows.groupby("bytes"):
         points = g.groupby("capacity")["value"].median().sort_index()
@@ -68,11 +69,11 @@ def _syscalls_vs_capacity(table: pd.DataFrame) -> Figure | None:
     )
 
 
+# Shaped like _syscalls_vs_capacity (select, plot, capacity axes, Figure): only the plot and words differ.
 def _time_vs_capacity(table: pd.DataFrame) -> Figure | None:
-    rows = _sweep(table, "capacity_sweep", "seconds")
+    rows = _sweep(table, "capacity_sweep", "seconds", "capacity")
     if rows.empty:
         return None
-    rows = rows.assign(capacity=with_param(rows, "capacity"))
     fig, ax = new_axes()
     stats = {c: summarize(g["value"].tolist()) for c, g in rows.groupby("capacity")}
     caps = sorted(stats)
@@ -96,10 +97,9 @@ def _time_vs_capacity(table: pd.DataFrame) -> Figure | None:
 
 
 def _time_vs_size(table: pd.DataFrame) -> Figure | None:
-    rows = _sweep(table, "size_sweep", "seconds")
+    rows = _sweep(table, "size_sweep", "seconds", "bytes")
     if rows.empty:
         return None
-    rows = rows.assign(bytes=with_param(rows, "bytes"))
     fig, ax = new_axes()
     for variant, g in rows.groupby("variant"):
         medians = g.groupby("bytes")["value"].median().sort_index()
