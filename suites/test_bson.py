@@ -149,6 +149,7 @@ def test_path_interleaved(dataset, replies, documents, timings, record):
         assert median["raw"] < median["document"] < median["clone"], median
 
 
+# Each benchmark test spells out its own benchmark_from_workers call: the case, implementation and bytes differ.
 @pytest.mark.parametrize("dataset", DATASETS)
 @pytest.mark.parametrize("variant", list(DECODERS))
 def test_decode_all_time(benchmark, variant, dataset, streams, documents, timings):

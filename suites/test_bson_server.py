@@ -96,6 +96,7 @@ def test_fixed_rate(env, plan, fleet, ceilings):
 
 def test_locust(env, plan):
     users = plan["locust_users"]
+    # The interleave-and-drive loop of test_fixed_rate (and test_build_profiles.py): each case has its own driver.
     for repeat, target in env.interleave(plan["locust_repeats"]):
         env.locust(
             target,

@@ -352,6 +352,7 @@ def test_pool_overflow(env, plan, database, load_options, run_dir):
             for _repeat, target in local.interleave(1):
                 url = fleet.servers[target.key].url + target.path
                 probe = PostProbe(url, interval=0.01, timeout=DB_TIMEOUT_S + 3, cpus=env.client_cpus, body=OHA_BODY)
+                # The same runs.oha call shape as the ceilings fixture, with this case's own bounds and witness.
                 m, _check = runs.oha(
                     target,
                     case="pool_overflow",

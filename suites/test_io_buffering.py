@@ -39,6 +39,7 @@ def bench_size(profile):
     return profile.pick(smoke=200_000, quick=ARTICLE_BYTES, full=ARTICLE_BYTES)
 
 
+# Each suite sizes its own worker Plan (as suites/test_bson.py does): the numbers and the reasons for them differ.
 @pytest.fixture(scope="module")
 def worker_plan(profile, load_options):
     # Six worker processes even in smoke: each is an independent repeat, and six is the least at which a median or

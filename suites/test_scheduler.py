@@ -41,6 +41,7 @@ from polyperf.orchestrate.pairs import paired_order
 from polyperf.record.env import add_note
 
 OLD_CRATE = RUST_APPS / "sched_bench_old"
+# A plain name -> id table, shaped like common/paths.py's LOG_PARTS only by chance.
 SHAPES = {
     "SpawnMany": "spawn_many",
     "YieldMany": "yield_many",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy_claims import ratio_claim
 
 from polyperf.analyse.allocate import (
     LIMIT,
@@ -20,7 +21,7 @@ from polyperf.analyse.allocate import (
     open_of,
 )
 from polyperf.analyse.anytime import evidence, repeats_to_reach, summarize
-from polyperf.analyse.claims import Claim, evaluate
+from polyperf.analyse.claims import evaluate
 from polyperf.analyse.family import ebh
 from polyperf.record.schema import as_frame
 
@@ -176,29 +177,11 @@ def _frame(cases: dict[str, tuple[float, ...]]):
     return as_frame(rows)
 
 
-def _claim(case: str, **kw) -> Claim:
-    base = dict(
-        id=case,
-        suite="io",
-        source="s",
-        statement="t",
-        unit="x",
-        measure="ratio",
-        metric="seconds",
-        select={"case": case},
-        numerator={"variant": "slow"},
-        denominator={"variant": "fast"},
-        paired=True,
-        rule={"kind": "greater_than", "threshold": 1.0},
-    )
-    return Claim(**{**base, **kw})
-
-
 def test_open_of_reads_real_verdicts():
     clear = (2.0, 2.1, 1.9, 2.05, 1.95, 2.2, 2.02, 1.98, 2.1, 2.0, 1.9, 2.05)
     unsure = (1.2, 1.3, 0.9, 1.25, 1.4, 1.1, 0.95, 1.3)
     cases = {"clear": clear, "unsure": unsure, "sized": clear}
-    claims = [_claim("clear"), _claim("unsure"), _claim("sized", published=3.0, margin=1.1)]
+    claims = [ratio_claim("clear"), ratio_claim("unsure"), ratio_claim("sized", published=3.0, margin=1.1)]
     verdicts = {v.claim.id: v for v in evaluate(_frame(cases), claims)}
     assert (verdicts["clear"].verdict, verdicts["unsure"].verdict) == ("reproduced", "inconclusive")
     [done] = open_of(verdicts["clear"])
@@ -221,7 +204,7 @@ def test_an_exact_count_is_never_topped_up():
             for v, value in (("slow", 10.0), ("fast", 12.0))
         ]
     )
-    [v] = evaluate(rows, [_claim("count", metric="read_syscalls", select={"case": "count"})])
+    [v] = evaluate(rows, [ratio_claim("count", metric="read_syscalls", select={"case": "count"})])
     assert v.verdict == "not reproduced"
     [entry] = open_of(v)
     assert not entry.sequential and need_of(entry, 20.0) is None
@@ -231,7 +214,7 @@ def test_declared_counts_the_family_and_its_declared_parts():
     clear = (2.0, 2.1, 1.9, 2.05, 1.95, 2.2, 2.02, 1.98, 2.1, 2.0, 1.9, 2.05)
     unsure = (1.2, 1.3, 0.9, 1.25, 1.4, 1.1, 0.95, 1.3)
     cases = {"a": clear, "b": clear, "c": unsure}
-    verdicts = evaluate(_frame(cases), [_claim(c) for c in cases])
+    verdicts = evaluate(_frame(cases), [ratio_claim(c) for c in cases])
     assert [v.verdict for v in verdicts] == ["reproduced", "reproduced", "inconclusive"]
     assert declared(verdicts) == (3, 2) and declared([]) == (0, 0)
     # the target for the open one: e-BH over 3 with 2 declared needs e >= 3 / (0.05 x 3) = 20

@@ -152,6 +152,7 @@ def test_clear_effect_is_decided(paired, n):
     assert v.verdict == "reproduced" and 1.8 < v.measured.median < 2.2 and v.measured.n == n
 
 
+# An xfail with its reason, as in tests/test_anytime.py: each records a different known limit.
 @pytest.mark.xfail(
     strict=True,
     reason="an unpaired ratio's evidence is its sequence's p calibrated to e = 1/(2 sqrt p): its interval at the "

@@ -206,6 +206,7 @@ def _measurement(rate: float | None, latency: dict[float, float]) -> Measurement
 
 def test_measurement_rows_in_base_units():
     rows = measurement_rows(_measurement(None, {0.5: 0.001, 0.99: 0.004}))
+    # Expected rows spelled out (as in tests/test_plugin_units.py): a table of rows reads best as itself.
     assert rows == [
         ("rps", 100.0, "1/s", {}),
         ("requests", 400.0, "count", {}),

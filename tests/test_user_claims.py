@@ -17,6 +17,7 @@ from polyperf.record.run_dir import new_run_dir
 from polyperf.record.suite_files import claims_files_beside, keep_claims, keep_metrics, kept_claims, kept_metrics
 from polyperf.report.view import conditions_text
 
+# A claims entry spelled out as TOML, like test_analyse.py's and cli/new.py's: the test reads what a user writes.
 ENTRY = """
 [[claims]]
 id = "{id}"

@@ -25,6 +25,7 @@ from polyperf.record.run_dir import load_run
 
 PACKAGE = Path(polyperf.__file__).parent
 CRITERION = Path(__file__).parent / "testdata" / "microbench" / "criterion"
+# A claims entry spelled out as TOML (as in tests/test_verdicts_cli.py): the test reads what a user writes.
 EXTRA = """
 [[claims]]
 id = "docs.contender_under_a_second"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy_claims import ratio_claim
 
 from polyperf.analyse.anytime import evidence, min_repeats
 from polyperf.analyse.claims import Claim, evaluate
@@ -41,26 +42,8 @@ def _frame(cases: dict[str, tuple[float, tuple[float, ...]]], metric="seconds", 
     return as_frame(rows)
 
 
-def _claim(case="parse", **kw):
-    base = dict(
-        id=case,
-        suite="io",
-        source="s",
-        statement="t",
-        unit="x",
-        measure="ratio",
-        metric="seconds",
-        select={"case": case},
-        numerator={"variant": "slow"},
-        denominator={"variant": "fast"},
-        paired=True,
-        rule={"kind": "greater_than", "threshold": 1.0},
-    )
-    return Claim(**{**base, **kw})
-
-
 def _one(factor, **kw):
-    [v] = evaluate(_frame({"parse": (factor, NOISE)}), [_claim(**kw)])
+    [v] = evaluate(_frame({"parse": (factor, NOISE)}), [ratio_claim(**kw)])
     return v
 
 
@@ -99,7 +82,7 @@ def test_a_size_the_interval_straddles_is_inconclusive_but_the_direction_stands(
     wide = (0.7, 1.0, 1.3, 0.9, 1.2, 1.1, 0.8, 1.0, 0.75, 1.25, 0.85, 1.15)
     rows = _frame({"parse": (1.0, TWELVE)})
     rows.loc[rows["variant"] == "slow", "value"] = [10.0 * w for w in wide]  # unshared noise: a wide interval
-    [v] = evaluate(rows, [_claim(published=11.43, margin=1.1)])
+    [v] = evaluate(rows, [ratio_claim(published=11.43, margin=1.1)])
     assert (v.direction, v.size) == ("reproduced", "inconclusive")
     assert v.headline.startswith("reproduced, size inconclusive (")
 
@@ -107,7 +90,7 @@ def test_a_size_the_interval_straddles_is_inconclusive_but_the_direction_stands(
 def test_one_family_per_run_demotes_what_only_its_own_interval_decided():
     # the fewest pairs that bound a 95% interval, all in one direction: e just over 20 each
     cases = {f"c{i}": (2.0, WEAK) for i in range(30)}
-    claims = [_claim(case) for case in cases]
+    claims = [ratio_claim(case) for case in cases]
     e = 1 / _inverse_e(len(WEAK))
     assert 20 <= e < 30 / 0.05 and _inverse_e(len(WEAK)) * _c(30) > 0.05  # what makes this family demote them
     holm = evaluate(_frame(cases), claims, family="holm")
@@ -128,20 +111,20 @@ def test_e_bh_declares_a_family_of_strong_parts_and_demotes_a_lone_one_among_nul
     all stand, with no c(m); one such part among 29 that the noise floor holds back (entering with p = 1) needs
     e >= 30 / 0.05 = 600."""
     cases = {f"c{i}": (2.0, WEAK) for i in range(30)}
-    claims = [_claim(case) for case in cases]
+    claims = [ratio_claim(case) for case in cases]
     e = 1 / _inverse_e(len(WEAK))
     ebh = evaluate(_frame(cases), claims)  # the default family
     assert {v.verdict for v in ebh} == {"reproduced"} and ebh[0].family.method == "ebh"
     assert ebh[0].adjusted["direction"] == pytest.approx(1 / e)
     assert ebh[0].parts["direction"].e_value == pytest.approx(e)
     assert ebh[0].as_record()["e_values"] == {"direction": pytest.approx(e)}
-    lone = [_claim(case, min_effect=0.01 if case == "c0" else 1.5) for case in cases]
+    lone = [ratio_claim(case, min_effect=0.01 if case == "c0" else 1.5) for case in cases]
     [first, *rest] = evaluate(_frame(cases), lone)
     assert all("noise" in v.reason and v.adjusted["direction"] == 1.0 for v in rest)
     assert first.verdict == "inconclusive" and first.measured.low > 1
     held = f"not after the family's control (e = {e:.3g}, adjusted p = {min(1, 30 / e):.3g}; e-BH over 30 tests;"
     assert held in first.reason
-    [alone] = evaluate(_frame({"c0": (2.0, WEAK)}), [_claim("c0")])  # the same part, alone: declared
+    [alone] = evaluate(_frame({"c0": (2.0, WEAK)}), [ratio_claim("c0")])  # the same part, alone: declared
     assert alone.verdict == "reproduced" and alone.family.tests == 1
 
 
@@ -151,7 +134,7 @@ def test_a_part_held_back_by_the_noise_floor_enters_the_family_with_p_one(method
     min_effect of the threshold bring p = 1: the others' adjusted p-values are those of a family of 20 in which only
     the ten count as discoveries (Benjamini-Yekutieli's carries c(20) on top, e-BH's does not)."""
     cases = {f"c{i}": (2.0, TWELVE) for i in range(20)}
-    claims = [_claim(case, min_effect=1.5 if int(case[1:]) >= 10 else 0.01) for case in cases]
+    claims = [ratio_claim(case, min_effect=1.5 if int(case[1:]) >= 10 else 0.01) for case in cases]
     verdicts = evaluate(_frame(cases), claims, family=method)
     held = [v for v in verdicts if v.claim.min_effect == 1.5]
     assert {v.verdict for v in held} == {"inconclusive"} and all("noise" in v.reason for v in held)
@@ -169,6 +152,7 @@ def test_exact_counts_are_not_tests_and_keep_their_published_size():
             | {"metric": "read_syscalls", "unit": "count", "value": 2009109.0, "repeat": 0}
         ]
     )
+    # Spelled out, not toy_claims.ratio_claim: this is a value claim with an absolute margin, not the toy ratio.
     claim = Claim(
         id="sys",
         suite="io",
@@ -209,7 +193,7 @@ def test_an_answer_the_family_held_back_shows_the_interval_it_agrees_with():
     agree. Five parts of 12 pairs are declared, five of the fewest pairs with an interval are not: BY over 10
     declares at 1/e <= 5 x 0.05 / (10 c(10)) = 0.0085."""
     cases = {f"c{i}": (2.0, TWELVE if i < 5 else WEAK) for i in range(10)}
-    verdicts = evaluate(_frame(cases), [_claim(case) for case in cases], family="by")
+    verdicts = evaluate(_frame(cases), [ratio_claim(case) for case in cases], family="by")
     _held_back_agrees(verdicts[:5], verdicts[5:], 5 * 0.05 / (10 * _c(10)))
     assert "at the family's level, 99.15%" in verdicts[5].reason
 
@@ -220,7 +204,7 @@ def test_an_answer_e_bh_held_back_shows_the_interval_it_agrees_with():
     1/e <= 5 x 0.05 / 30 = 0.0083; all ten would need 1/e <= 10 x 0.05 / 30."""
     assert _inverse_e(len(WEAK)) > 10 * 0.05 / 30 and _inverse_e(12) <= 5 * 0.05 / 30
     cases = {f"c{i}": (2.0, WEAK if 5 <= i < 10 else TWELVE) for i in range(30)}
-    claims = [_claim(case, min_effect=1.5 if i >= 10 else 0.01) for i, case in enumerate(cases)]
+    claims = [ratio_claim(case, min_effect=1.5 if i >= 10 else 0.01) for i, case in enumerate(cases)]
     verdicts = evaluate(_frame(cases), claims)
     assert verdicts[0].family.method == "ebh" and verdicts[0].family.tests == 30
     _held_back_agrees(verdicts[:5], verdicts[5:10], 5 * 0.05 / 30)
@@ -244,13 +228,13 @@ def test_a_skewed_interval_clear_of_the_bound_decides_it():
     ratios = (1.15, 1.18, 1.2, 1.22, 1.25, 1.3, 1.35, 1.5, 2.0, 2.8, 3.0, 3.2)
     rows = _frame({"parse": (1.0, (1.0,) * 12)})
     rows.loc[rows["variant"] == "slow", "value"] = list(ratios)
-    [v] = evaluate(rows, [_claim(min_effect=0.01)])
+    [v] = evaluate(rows, [ratio_claim(min_effect=0.01)])
     m = v.measured
     assert min(abs(r - m.low) for r in ratios) < 1e-9 and min(abs(r - m.high) for r in ratios) < 1e-9  # order stats
     assert m.low >= 1.15 and m.high / m.median - 1 > 1.0
     assert v.verdict == "reproduced" and "lies above 1" in v.reason
     # and a bound the near side reaches stays inconclusive, whatever the far side
     near = round(m.low * 1.01, 2)
-    [close] = evaluate(rows, [_claim(min_effect=0.01, rule={"kind": "greater_than", "threshold": near})])
+    [close] = evaluate(rows, [ratio_claim(min_effect=0.01, rule={"kind": "greater_than", "threshold": near})])
     floor = m.median / m.low - 1
     assert close.verdict == "inconclusive" and f"within this run's noise (±{floor:.1%}) of {near:.3g}" in close.reason

@@ -17,6 +17,7 @@ from polyperf.analyse.anytime import min_repeats
 from polyperf.record import Row
 from polyperf.record.run_dir import RowWriter, new_run_dir
 
+# Claims spelled out as TOML (as in tests/test_claims.py): a test's input reads best as the file a user writes.
 CLAIMS = """
 [[claims]]
 id = "toy.double"

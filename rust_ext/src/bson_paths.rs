@@ -98,6 +98,7 @@ fn bson_reply<'py>(py: Python<'py>, n: usize, dataset: &str) -> PyResult<Bound<'
     Ok(PyBytes::new(py, &bytes))
 }
 
+// bson_reply's steps with encode_dataset instead of encode_dataset_reply: too small to fold.
 /// `n` generated documents of `dataset`, concatenated (input for `bson_decode_all`).
 #[pyfunction]
 #[pyo3(signature = (n, dataset = "find"))]

@@ -34,6 +34,7 @@ impl FromStr for ReadMode {
     }
 }
 
+// The same FromStr shape as ReadMode: each enum names its own modes in its error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WriteMode {
     Unbuffered,

@@ -11,6 +11,7 @@ import (
 	"polyperf/go_apps/internal/nethttpserver"
 )
 
+// The same few lines as cmd/gnet_devices: each server is its own binary; cli.Main holds what they share.
 func main() {
 	os.Exit(cli.Main("nethttp_devices", "nethttp_device", func(cfg config.Config, app *api.App, l *log.Logger) cli.Server {
 		return nethttpserver.New(cfg, app, l)

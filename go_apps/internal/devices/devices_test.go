@@ -21,6 +21,7 @@ func TestDeviceJSON(t *testing.T) {
 	}
 }
 
+// A table-driven test like alloccount's TestExtra: the shape is Go's idiom, the cases are this package's.
 func TestParse(t *testing.T) {
 	tests := []struct {
 		body    string

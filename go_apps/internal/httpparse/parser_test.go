@@ -96,6 +96,7 @@ func TestParseSingle(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	long := strings.Repeat("a", 9000)
 	manyHeaders := strings.Repeat("X-A: 1\r\n", 65)
+	// Bad requests like contracttest's framing cases: these test the parser, those every app on the wire.
 	tests := []struct {
 		name   string
 		in     string

@@ -47,6 +47,7 @@ var (
 	errBodyTooLarge   = &Error{http.StatusRequestEntityTooLarge, "request body too large"}
 	errVersion        = &Error{http.StatusHTTPVersionNotSupported, "HTTP version not supported"}
 	errTransferCoding = &Error{http.StatusNotImplemented, "Transfer-Encoding not supported, send Content-Length"}
+	// One named error per rejection: the list reads as the parser's contract (each is matched by tests).
 	errRequestLine    = errBad("malformed request line")
 	errMethod         = errBad("malformed method")
 	errTarget         = errBad("malformed request target")

@@ -5,6 +5,7 @@ import (
 	"time"
 )
 
+// A table-driven test like store's TestValidIdentifier: the shape is Go's idiom, the cases are this package's.
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

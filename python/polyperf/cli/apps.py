@@ -103,6 +103,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+# Each sub-parser spelled out, as in cli/remote.py and runs.py: each sub-command owns its flags and help.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "list",

@@ -32,6 +32,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# The same add_parsers shape as new, remote, runs, tools and verdicts: each module owns its sub-commands and flags.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export",

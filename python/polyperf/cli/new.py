@@ -246,6 +246,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+# The same add_parsers shape as export, remote, runs, tools and verdicts: each sub-command owns its flags.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "new",

@@ -162,6 +162,7 @@ def _load_into(run: Run, args: argparse.Namespace) -> int:
     return 0
 
 
+# The same add_parsers shape as export, new, runs, tools and verdicts: each module owns its sub-commands and flags.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "load",

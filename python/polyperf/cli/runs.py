@@ -183,6 +183,7 @@ def _profiles_differ(run_a: Path, run_b: Path) -> str:
     return f"; A ran profile {profiles[0]}, B {profiles[1]}: the profiles measure different series"
 
 
+# The same add_parsers shape as export, new, remote, tools and verdicts: each module owns its sub-commands and flags.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -255,6 +256,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "http_frameworks uses auto by itself where the client has no more CPUs than the server",
     )
     load.add_argument("--cpu-quota-period-ms", type=float, default=None, help="the budget's CFS period (default 10)")
+    # Flag definitions shaped like cli/ab.py's and cli/history.py's: each sub-command owns its flags and help.
     load.add_argument(
         "--seed",
         type=int,

@@ -25,6 +25,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 1 if report.flagged and args.fail_on_flag else 0
 
 
+# The same add_parsers shape as export, new, remote, runs and verdicts: each module owns its sub-commands.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit",

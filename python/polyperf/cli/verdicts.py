@@ -136,6 +136,7 @@ def _cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
+# The same add_parsers shape as export, new, remote, runs and tools: each module owns its sub-commands and flags.
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "verdicts",

@@ -180,6 +180,7 @@ def to_load_result(
     started, seconds = driver_window(spawned, ended, float(data["timeTakenSeconds"]))
     latency_us = data.get("latencyUs", {})
     latency = {p: latency_us[key] / 1e6 for p, key in _PERCENTILES.items() if key in latency_us}
+    # The same LoadResult.native call as native_driver.run_wrk's: each driver names its own counts and extras there.
     return LoadResult.native(
         "bombardier",
         url,

@@ -162,6 +162,7 @@ def oha_latency(data: Mapping) -> dict[float, float]:
     return {p: float(found[key]) for p, key in _OHA_KEYS.items() if found.get(key) is not None}
 
 
+# run_oha, run_wrk and bombardier's run take the same keyword arguments on purpose: one call shape for every driver.
 def run_oha(
     url: str,
     *,

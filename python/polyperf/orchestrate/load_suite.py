@@ -154,6 +154,7 @@ class LoadEnv:
         idle = 0.001 if self.fleet.cpu_source == "cgroup" else 0.011
         return wait_quiet(ports, counters, timeout=timeout, idle=idle)
 
+    # The same keyword tail as count_runs.count_target: every run of a suite takes a case, repeat and params.
     def run(
         self,
         target: Target,

@@ -115,6 +115,7 @@ class RunEnv:
     """What a run measured on and how it was run. None: not known (a tool missing, a /proc file unreadable)."""
 
     schema_version: int = ENV_SCHEMA_VERSION
+    # One optional field per collected fact: a frozen dataclass spelled out is the record's schema.
     # the machine and its toolchains (record/env.py's collectors)
     cpu_model: str | None = None
     cpu_count: int | None = None

@@ -334,6 +334,7 @@ class CpuBudget:
         remove_cgroup(self.path, self.hierarchy.mountpoint, timeout)
         self.path = None
 
+    # The usual context-manager pair (as in cpu_account, postgres, server): a mixin would hide which method runs.
     def __enter__(self) -> CpuBudget:
         return self.create()
 

@@ -254,6 +254,7 @@ class ThrowawayPostgres:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = None
 
+    # The usual context-manager pair (as in server.py): a mixin would hide which method runs.
     def __enter__(self) -> ThrowawayPostgres:
         return self.start()
 

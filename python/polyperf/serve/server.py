@@ -118,6 +118,7 @@ class Server:
             return None
         return procs.stop(self.proc, grace=grace)
 
+    # The usual context-manager pair, as in cpu_account, cpu_budget and postgres: each names its own start and stop.
     def __enter__(self) -> Server:
         return self.start()
 

@@ -184,6 +184,7 @@ def _devices(c: Client, checks: list[Check], with_db: bool) -> None:
         _expect(checks, "POST /api/devices without DB → 503", resp, 503, "application/json", _json_error)
 
 
+# One _expect call per check, as in _devices: each check names its request, status and test.
 def _hello(c: Client, checks: list[Check], with_db: bool) -> None:
     _expect(
         checks,

@@ -101,6 +101,7 @@ class SqlStore:
         columns = ", ".join(quoted(c) for c in SERIES_KEY)
         return self._query(f"SELECT series_id, {columns} FROM series WHERE {where} ORDER BY {columns}", params)
 
+    # These signatures repeat the Store protocol (store/__init__.py) by design: that is the interface, this its SQL.
     def points(
         self,
         *,

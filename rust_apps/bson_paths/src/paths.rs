@@ -40,6 +40,7 @@ impl DeserializePath {
     }
 }
 
+// The name/Display/FromStr trio of datasets.rs: for two small enums a macro would hide more.
 impl fmt::Display for DeserializePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -96,6 +96,7 @@ impl Writer {
         self.buf.extend_from_slice(&value.to_le_bytes());
     }
 
+    // Keyed and indexed twins per BSON type (as string, int32): only the element header differs.
     pub(crate) fn double_at(&mut self, index: usize, value: f64) {
         self.index_key(tag::DOUBLE, index);
         self.buf.extend_from_slice(&value.to_le_bytes());

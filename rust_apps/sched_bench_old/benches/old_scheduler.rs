@@ -1,6 +1,8 @@
 //! Tokio's four scheduler microbenchmarks (spawn_many, yield_many, ping_pong, chained_spawn) on the
 //! pre-2019 scheduler: tokio-threadpool 0.1.18 alone ("old_threadpool") and inside tokio 0.1.22's runtime
 //! ("old_runtime", which adds the reactor/timer park). Ids match `sched_bench` so one parser reads both.
+// The bench bodies repeat sched_bench's benches/scheduler.rs on purpose: this crate pins
+// tokio 0.1 and so cannot share code with the workspace, which is on tokio 1.
 // A closed completion channel means the benchmark itself is broken: abort rather than report a time.
 #![allow(clippy::expect_used)]
 

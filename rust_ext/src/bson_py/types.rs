@@ -211,6 +211,7 @@ impl BsonTypes {
             };
         }
         let bits = small_int(py, bits)?;
+        // The fast-path-or-call pair, as for timestamp: each type has its own constructor.
         match &self.regex_fast {
             Some(fast) => fast.build(py, &[pattern.as_ptr(), bits.as_ptr()]),
             None => call(py, &self.regex, &[pattern.as_ptr(), bits.as_ptr()]),

@@ -97,6 +97,7 @@ def _relative_to_clone(table: pd.DataFrame) -> Figure | None:
     )
 
 
+# Each figure repeats the select-group-plot shape with its own metric and labels: a table of figures.
 def _allocations_per_path(table: pd.DataFrame) -> Figure | None:
     rows = _rows(table, "deserialize", "allocations")
     if rows.empty:

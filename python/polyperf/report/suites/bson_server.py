@@ -86,6 +86,7 @@ def figures(table: pd.DataFrame) -> list[Figure]:
             caption=f"Driver: {DRIVER_NOTES['oha']} with -q (half the slowest path's ceiling) "
             "--latency-correction; the same rate for every path.",
         ),
+        # One _bars call per figure, each with its own metric, scale and caption: a table of figures, not shared logic.
         _bars(
             table,
             "locust",

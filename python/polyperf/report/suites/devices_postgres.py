@@ -49,6 +49,7 @@ def _rps(table: pd.DataFrame) -> Figure | None:
     )
 
 
+# The same shape as _rps: each figure owns its data selection, caption and axes.
 def _latency(table: pd.DataFrame) -> Figure | None:
     data = {}
     for name in ("p90", "p99"):

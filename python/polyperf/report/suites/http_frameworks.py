@@ -29,6 +29,7 @@ _HATCH = (
 )
 
 
+# Each figure is one bar_figure call with its own data, caption and axes (as in devices_postgres.py): nothing shared.
 def _ceiling(table: pd.DataFrame) -> Figure | None:
     data = values_by(table, "ceiling", "rps", "connections")
     if not data:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from matplotlib.axes import Axes
 
 from polyperf.analyse.stats import summarize
 from polyperf.report.figure import Figure, bar_with_ci, new_axes, with_param
@@ -25,6 +26,7 @@ def _time_per_mode(table: pd.DataFrame) -> Figure | None:
     ax.set_yscale("log")
     ax.set_ylabel("ms per parse (median, 95% CI)")
     ax.set_title(f"Parsing a {size:,}-byte GeoJSON file")
+    # The same Figure tail as in bson.py's figures: the name, title and caption are each figure's own.
     return Figure(
         "io_time_per_mode",
         "Time per read mode",
@@ -33,21 +35,31 @@ def _time_per_mode(table: pd.DataFrame) -> Figure | None:
     )
 
 
+def _sweep(table: pd.DataFrame, case: str, metric: str, *params: str) -> pd.DataFrame:
+    """The rows of one sweep and metric, with the named params as columns."""
+    rows = table[(table["case"] == case) & (table["metric"] == metric)]
+    return rows.assign(**{p: with_param(rows, p) for p in params})
+
+
+def _capacity_axes(ax: Axes, ylabel: str, title: str) -> None:
+    """Log-log axes over the BufReader capacities the sweep tried (powers of two)."""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("BufReader capacity (bytes)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+
+
 def _syscalls_vs_capacity(table: pd.DataFrame) -> Figure | None:
-    rows = table[(table["case"] == "capacity_sweep") & (table["metric"] == "read_syscalls")]
+    rows = _sweep(table, "capacity_sweep", "read_syscalls", "capacity", "bytes")
     if rows.empty:
         return None
-    rows = rows.assign(capacity=with_param(rows, "capacity"), bytes=with_param(rows, "bytes"))
     fig, ax = new_axes()
     for size, g in rows.groupby("bytes"):
         points = g.groupby("capacity")["value"].median().sort_index()
         ax.plot(points.index, points.values, "o-", label=f"measured, {int(size):,} B")
         ax.plot(points.index, [size / c for c in points.index], "--", alpha=0.6, label="bytes / capacity")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("BufReader capacity (bytes)")
-    ax.set_ylabel("read syscalls per parse")
-    ax.set_title("Read syscalls vs buffer capacity")
+    _capacity_axes(ax, "read syscalls per parse", "Read syscalls vs buffer capacity")
     ax.legend()
     return Figure(
         "io_syscalls_vs_capacity",
@@ -57,11 +69,11 @@ def _syscalls_vs_capacity(table: pd.DataFrame) -> Figure | None:
     )
 
 
+# Shaped like _syscalls_vs_capacity (select, plot, capacity axes, Figure): only the plot and words differ.
 def _time_vs_capacity(table: pd.DataFrame) -> Figure | None:
-    rows = table[(table["case"] == "capacity_sweep") & (table["metric"] == "seconds")]
+    rows = _sweep(table, "capacity_sweep", "seconds", "capacity")
     if rows.empty:
         return None
-    rows = rows.assign(capacity=with_param(rows, "capacity"))
     fig, ax = new_axes()
     stats = {c: summarize(g["value"].tolist()) for c, g in rows.groupby("capacity")}
     caps = sorted(stats)
@@ -75,11 +87,7 @@ def _time_vs_capacity(table: pd.DataFrame) -> Figure | None:
         fmt="o-",
         capsize=3,
     )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("BufReader capacity (bytes)")
-    ax.set_ylabel("ms per parse (median, 95% CI)")
-    ax.set_title("Parse time vs buffer capacity")
+    _capacity_axes(ax, "ms per parse (median, 95% CI)", "Parse time vs buffer capacity")
     return Figure(
         "io_time_vs_capacity",
         "Time vs buffer capacity",
@@ -89,10 +97,9 @@ def _time_vs_capacity(table: pd.DataFrame) -> Figure | None:
 
 
 def _time_vs_size(table: pd.DataFrame) -> Figure | None:
-    rows = table[(table["case"] == "size_sweep") & (table["metric"] == "seconds")]
+    rows = _sweep(table, "size_sweep", "seconds", "bytes")
     if rows.empty:
         return None
-    rows = rows.assign(bytes=with_param(rows, "bytes"))
     fig, ax = new_axes()
     for variant, g in rows.groupby("variant"):
         medians = g.groupby("bytes")["value"].median().sort_index()

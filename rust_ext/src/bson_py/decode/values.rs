@@ -50,6 +50,7 @@ impl<'py> Decoder<'py, '_> {
         Ok(value)
     }
 
+    // Length-checked like string(): each BSON type has its own header size and error text.
     pub(super) fn binary(&mut self, pos: &mut usize, end: usize) -> Decoded<'py> {
         let at = *pos;
         if end - at < 5 {
