@@ -42,14 +42,14 @@ def bench_size(profile):
 # Each suite sizes its own worker Plan (as suites/test_bson.py does): the numbers and the reasons for them differ.
 @pytest.fixture(scope="module")
 def worker_plan(profile, load_options):
-    # Six worker processes even in smoke: each is an independent repeat, and six is the least at which a median or
-    # a paired ratio has a 95% interval and `polyperf compare` of two smoke runs can tell a regression (a U test
-    # needs 4 per side). Twelve in quick: at six pairs the smallest sign-test p-value is 2 x 0.5^6 = 0.031, which
-    # the run's family control never lets through, and whether ten (0.002) passes depends on the other claims'
-    # p-values; at twelve it is 0.0005, well below the family's cut-off for its first decision.
+    # Six worker processes even in smoke: each is an independent repeat, and `polyperf compare` of two smoke runs
+    # can tell a regression (a U test needs 4 per side). Nine in quick: nine of nine pairs beyond the bound give the
+    # e-process 187 (e = 94), which e-BH declares once a fifth of a 55-test family is declared
+    # (`analyse.allocate.first_batch_floor`); the unbuffered parse is tens of times slower, so all nine are, and
+    # the run's top-ups add repeats where that is not enough (twelve before the e-process, ~9 s more).
     # One warm-up call per mode in each; the unbuffered parse of the article's file takes ~2 s.
     return Plan(
-        processes=profile.pick(smoke=6, quick=12, full=12),
+        processes=profile.pick(smoke=6, quick=9, full=12),
         rounds=profile.pick(smoke=1, quick=1, full=3),
         warmup=1,
         min_round_s=0.01,

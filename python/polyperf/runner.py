@@ -330,7 +330,7 @@ def run(
             if report and (not last or budget_s > 0):  # the first batch's answers, before any top-up
                 done = names[: len(already) + index + 1]
                 report_path = _answers(run_, done, len(names), final=False, quiet=quiet, started=started)
-        if not interrupted and budget_s > 0 and time.monotonic() < started + budget_s:
+        if not interrupted and budget_s > 0:  # past the budget too: each open entry then says the budget left it open
             interrupted = _top_up(run_, started + budget_s, folder, echo, seed_env, [*common, *pytest_args], quiet)
     code = _combined(codes)
     if code == 0 and not interrupted and len(codes) == len(files):  # a failed or cut-short run is no estimate
