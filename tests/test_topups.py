@@ -113,3 +113,19 @@ def test_a_run_continues_only_on_its_commit_and_machine(tmp_path):
     assert refused.stderr.count("\n") == 1 and "same commit and machine" in refused.stderr
     missing = _polyperf("--continue", str(tmp_path / "nothing"), cwd=tmp_path)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+
+
+def test_every_repeat_loop_of_the_suites_takes_its_numbers_from_repeat_numbers():
+    """A loop over `range(...)` repeats in a suite would write repeat numbers a top-up already has: the rows of two
+    runs would pool into one repeat, and the series would not grow (the main job found one such loop)."""
+    import re
+
+    suites = Path(__file__).parents[1] / "suites"
+    loops = re.compile(r"for\s+(repeat|rnd|round_)\s+in\s+range\(")
+    found = [
+        f"{p.name}:{i}"
+        for p in suites.glob("test_*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if loops.search(line)
+    ]
+    assert not found, found
