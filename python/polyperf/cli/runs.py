@@ -223,7 +223,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         type=_seconds,
         default=None,
         metavar="TIME",
-        help="the whole run's time, e.g. 540, 9m or 1h (default: smoke 0, quick 555 s, full 1h). What the suites' first "
+        help="the whole run's time, e.g. 540, 9m or 1h (default: smoke 0, quick 555, full 1h). What the suites' first "
         "batch leaves goes to more repeats of the entries still undecided, the likeliest to be decided first; an "
         "entry left open says whether its data or the budget kept it so. 0: the first batch only",
     )
