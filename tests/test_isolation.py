@@ -79,6 +79,9 @@ def test_polyperf_run_refuses_overlap_before_anything_starts(tmp_path):
 class _Record:
     suite = "isolation"
 
+    def narrows(self) -> None:
+        pass
+
     def many(self, *args, **kwargs):
         raise AssertionError("nothing is recorded here")
 

@@ -4,6 +4,7 @@ its calibration are checked to the value."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from types import SimpleNamespace
@@ -27,6 +28,9 @@ class ListWriter:
 
     def write(self, rows) -> None:
         self.rows.extend(rows)
+
+    def narrows(self) -> None:
+        pass
 
 
 def _target(key: str) -> SimpleNamespace:
@@ -339,3 +343,21 @@ def test_calibration_and_warm_ups_send_the_targets_own_request(lab):
     fleet.targets[0].request = {"method": "POST", "body": '{"n": 4}'}
     _env(fleet).calibrate(duration=1.0)
     assert lab.driver[-1]["method"] == "POST" and lab.driver[-1]["body"] == '{"n": 4}'
+
+
+def test_a_top_up_measures_again_only_the_targets_its_open_entries_select(lab, monkeypatch):
+    from polyperf.common.repeats import ENV, TARGETS_ENV
+
+    node = "suites/test_x.py::test_ceiling"
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", f"{node} (call)")
+    fleet = FakeFleet(["a", "b", "c"])
+    env = _env(fleet)
+    assert sorted({t.key for _, t in env.interleave(2)}) == ["a", "b", "c"]  # a first batch: every target
+    monkeypatch.setenv(ENV, "12:2")
+    monkeypatch.setenv(TARGETS_ENV, json.dumps({node: [["b", "release"]]}))
+    assert [(r, t.key) for r, t in env.interleave(8)] == [(12, "b"), (13, "b")]
+    assert [t.key for _, t in env.interleave(1, series=False)] != []  # a warm-up or calibration runs as asked
+    monkeypatch.setenv(TARGETS_ENV, json.dumps({node: [["gone", "release"]]}))
+    assert sorted({t.key for _, t in env.interleave(8)}) == ["a", "b", "c"]  # nothing matches: all, never none
+    monkeypatch.setenv(TARGETS_ENV, json.dumps({"suites/test_x.py::test_other": [["b", "release"]]}))
+    assert sorted({t.key for _, t in env.interleave(8)}) == ["a", "b", "c"]  # another test's selection

@@ -129,3 +129,35 @@ def test_every_repeat_loop_of_the_suites_takes_its_numbers_from_repeat_numbers()
         if loops.search(line)
     ]
     assert not found, found
+
+
+def test_cost_per_repeat_counts_the_first_batch_and_the_share_a_narrowing_test_measures_again(tmp_path):
+    from polyperf.record.run import Run, read_producers
+    from polyperf.topups import _cost_per_repeat
+
+    series = [["s", "ceiling", impl, "release", "rps"] for impl in ("a", "b", "c", "d")]
+    producers = {
+        "t::ladder": {"series": series, "repeats": list(range(12)), "added": [8, 9, 10, 11], "narrows": True},
+        "t::micro": {"series": series[:1], "repeats": list(range(10)), "added": [8, 9], "added_s": 3.0},
+        "t::plain": {"series": series[:1], "repeats": list(range(8))},
+    }
+    durations = {"t::ladder": 80.0, "t::micro": 40.0, "t::plain": 16.0}
+    # 80 s over the first batch's 8 repeats, a quarter of its targets: 2.5 s; not 80 / 12
+    assert _cost_per_repeat(["t::ladder"], producers, durations, {("a", "release")}) == pytest.approx(2.5)
+    assert _cost_per_repeat(["t::ladder"], producers, durations, None) == pytest.approx(10.0)
+    assert _cost_per_repeat(["t::micro"], producers, durations, {("a", "release")}) == pytest.approx(1.5)  # learned
+    assert _cost_per_repeat(["t::plain"], producers, durations) == pytest.approx(2.0)
+    # what a top-up's session writes: its repeats under `added`, their seconds under `added_s`, added up
+    run = Run.attach(tmp_path / "run")
+    first = {"t::ladder": {"series": {("s", "ceiling", "a", "release", "rps")}, "repeats": set(range(8))}}
+    run.write_producers(first, narrowing={"t::ladder"})
+    for added in ({8, 9}, {10}):
+        more = {"t::ladder": {"series": {("s", "ceiling", "a", "release", "rps")}, "repeats": added}}
+        run.write_producers(more, top_up_s={"t::ladder": 2.0})
+    seen = read_producers(run.run_dir)["t::ladder"]
+    assert (seen["repeats"], seen["added"], seen["added_s"], seen["narrows"]) == (
+        list(range(11)),
+        [8, 9, 10],
+        4.0,
+        True,
+    )

@@ -3,7 +3,9 @@
 After the suites' first batch, `polyperf run` judges the run, asks `analyse.allocate` which open entry one more
 batch of repeats is likeliest to decide for the fewest seconds, and runs again only the tests that wrote that
 entry's series (`producers.json`), in a pytest child of their own, with new repeat numbers (`common.repeats`): a
-fresh worker process or a restarted server per repeat, as in the first batch. Then it judges again, until nothing
+fresh worker process or a restarted server per repeat, as in the first batch. A test whose repeats loop over
+targets (`LoadEnv.interleave`) measures again only the targets the open entries select, and its cost per repeat is
+estimated as that share of its first batch's. Then it judges again, until nothing
 open can be decided within the budget left. Every entry's evidence is an e-process (`analyse.anytime`), so the
 added repeats extend the same sequences and the family's error rate is spent once.
 
@@ -26,11 +28,11 @@ import pandas as pd
 from polyperf.analyse.allocate import choose, declared, family_target, needs, open_of
 from polyperf.analyse.claims import Verdict, selected_rows
 from polyperf.common.repeats import ENV as MORE_ENV
-from polyperf.common.repeats import PLAN_ENV
+from polyperf.common.repeats import PLAN_ENV, TARGETS_ENV
 from polyperf.record.run import Run, read_producers
 from polyperf.record.run_dir import UnreadableLines, log_line
 
-__all__ = ["TopUps", "add_repeats", "claim_nodes"]
+__all__ = ["TopUps", "add_repeats", "claim_nodes", "claim_targets"]
 
 RATE = 0.05  # the family's false discovery rate (`analyse.family`)
 FIRST_OVERHEAD_S = 12.0  # a batch's pytest start, fixtures and server starts, until the first batch measures it
@@ -58,12 +60,35 @@ def claim_nodes(table: pd.DataFrame, verdict: Verdict, producers: Mapping[str, M
     return [node for node, seen in producers.items() if keys & {tuple(map(str, s)) for s in seen.get("series", [])}]
 
 
-def _cost_per_repeat(nodes: Sequence[str], producers: Mapping[str, Mapping[str, list]], durations: dict) -> float:
-    """Seconds one more repeat of these tests takes: each test's first-batch time over its repeats."""
+def claim_targets(table: pd.DataFrame, verdict: Verdict) -> set[tuple[str, str]]:
+    """The (implementation, variant) pairs whose rows the entry selects: what a narrowing test measures again."""
+    pairs: set[tuple[str, str]] = set()
+    for rows in selected_rows(table, verdict.claim):
+        found = rows[["implementation", "variant"]].drop_duplicates().itertuples(index=False)
+        pairs |= {(str(implementation), str(variant)) for implementation, variant in found}
+    return pairs
+
+
+def _cost_per_repeat(
+    nodes: Sequence[str],
+    producers: Mapping[str, Mapping[str, list]],
+    durations: dict,
+    targets: set[tuple[str, str]] | None = None,
+) -> float:
+    """Seconds one more repeat of these tests takes: each test's first-batch time over its first batch's repeats;
+    for a test that narrows a top-up to the entry's targets, the share of its targets those are; else what its
+    earlier top-ups cost per repeat, once it had some."""
     total = 0.0
     for node in nodes:
-        repeats = max(1, len(producers.get(node, {}).get("repeats", [])))
-        total += float(durations.get(node, 0.0)) / repeats
+        seen = producers.get(node, {})
+        added = seen.get("added", [])
+        cost = float(durations.get(node, 0.0)) / max(1, len(seen.get("repeats", [])) - len(added))
+        pairs = {(str(s[2]), str(s[3])) for s in seen.get("series", []) if len(s) >= 4}
+        if seen.get("narrows") and targets and pairs:
+            cost *= max(1, len(pairs & targets)) / len(pairs)
+        elif added and seen.get("added_s"):
+            cost = float(seen["added_s"]) / len(added)
+        total += cost
     return max(total, 0.5)
 
 
@@ -106,16 +131,23 @@ def add_repeats(
         open_needs = needs(entries, family_target(tests, declared_parts, RATE))
         by_id = {v.claim.id: v for v in verdicts}
         nodes = {n.claim: claim_nodes(table, by_id[n.claim], producers) for n in open_needs}
-        costs = {c: _cost_per_repeat(ns, producers, durations) for c, ns in nodes.items() if ns and c not in stuck}
+        targets = {c: claim_targets(table, by_id[c]) for c in nodes}
+        costs = {
+            c: _cost_per_repeat(ns, producers, durations, targets[c])
+            for c, ns in nodes.items()
+            if ns and c not in stuck
+        }
         chosen, done.open = choose(open_needs, costs, deadline - time.monotonic(), overhead)
         done.open.update({claim: why for claim, why in stuck.items() if claim in done.open})
         if not chosen:
             break
         start = int(pd.to_numeric(table["repeat"], errors="coerce").max()) + 1 if not table.empty else 0
         plan: dict[str, int] = {}
+        wanted: dict[str, set[tuple[str, str]]] = {}
         for claim, count in chosen:
             for node in nodes[claim]:
                 plan[node] = max(plan.get(node, 0), count)
+                wanted.setdefault(node, set()).update(targets[claim])
         why = {n.claim: n.why for n in open_needs}
         left = deadline - time.monotonic()
         expected = sum(count * costs[claim] for claim, count in chosen) + overhead
@@ -128,7 +160,11 @@ def add_repeats(
             print(f"polyperf: one batch of {len(plan)} tests, ≈ {expected:.0f} s of the {left:.0f} s left", flush=True)
         n_before = {c: (by_id[c].measured.n if by_id[c].measured else 0) for c, _ in chosen}
         began = time.monotonic()
-        env = {MORE_ENV: f"{start}:{max(plan.values())}", PLAN_ENV: json.dumps(plan)}
+        env = {
+            MORE_ENV: f"{start}:{max(plan.values())}",
+            PLAN_ENV: json.dumps(plan),
+            TARGETS_ENV: json.dumps({node: sorted(map(list, pairs)) for node, pairs in wanted.items()}),
+        }
         code, interrupted = stream(pytest_cmd(list(plan)), env)
         took = time.monotonic() - began
         done.batches.append(

@@ -10,23 +10,41 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["ENV", "PLAN_ENV", "repeat_numbers", "top_up"]
+__all__ = ["ENV", "PLAN_ENV", "TARGETS_ENV", "repeat_numbers", "top_up", "top_up_targets"]
 
 ENV = "POLYPERF_MORE"
 PLAN_ENV = "POLYPERF_MORE_PLAN"
+# JSON, test node id -> [[implementation, variant], ...]: the targets whose series the batch's open entries select
+TARGETS_ENV = "POLYPERF_MORE_TARGETS"
+
+
+def _mine(name: str, what: str) -> object:
+    """The running test's value in the JSON object of environment variable `name` (None: absent)."""
+    text = os.environ.get(name)
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    if not text or not current:
+        return None
+    try:
+        return json.loads(text).get(current)
+    except (ValueError, AttributeError):
+        raise ValueError(f"{name} must be a JSON object of test ids and {what}") from None
 
 
 def _planned(count: int) -> int:
     """This test's own count in the batch's plan, else `count`."""
-    plan = os.environ.get(PLAN_ENV)
-    current = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
-    if not plan or not current:
-        return count
-    try:
-        mine = json.loads(plan).get(current)
-    except (ValueError, AttributeError):
-        raise ValueError(f"{PLAN_ENV} must be a JSON object of test ids and counts") from None
+    mine = _mine(PLAN_ENV, "counts")
     return int(mine) if isinstance(mine, int) and mine >= 1 else count
+
+
+def top_up_targets() -> set[tuple[str, str]] | None:
+    """In a top-up, the (implementation, variant) pairs the running test needs to measure again, else None (all):
+    a test that loops over targets measures only those, since the other targets' entries are decided."""
+    if top_up() is None:
+        return None
+    mine = _mine(TARGETS_ENV, "lists of [implementation, variant]")
+    if not isinstance(mine, list):
+        return None
+    return {(str(pair[0]), str(pair[1])) for pair in mine if isinstance(pair, list) and len(pair) == 2}
 
 
 def top_up() -> tuple[int, int] | None:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, Unpack
 
 from polyperf.common.cpus import cpu_label
 from polyperf.common.paths import log_part
-from polyperf.common.repeats import repeat_numbers
+from polyperf.common.repeats import repeat_numbers, top_up_targets
 from polyperf.errors import PolyperfError, ServerFailed
 from polyperf.load import DRIVERS, Bounds, LoadFailed
 from polyperf.measure.count_parse import IoCounts
@@ -113,6 +113,12 @@ class LoadEnv:
         chosen = list(targets or self.fleet.targets)
         # a top-up's own repeat numbers (`common.repeats`); `series=False`: a calibration or warm-up, run as asked
         numbers = repeat_numbers(repeats) if series else range(repeats)
+        if series and repeats > 1:
+            self.record.narrows()
+            # a top-up measures again only the targets its open entries select (the others' entries are decided)
+            wanted = top_up_targets()
+            if wanted:
+                chosen = [t for t in chosen if (t.name, t.variant) in wanted] or chosen
         block = math.ceil(len(numbers) / max(1, min(processes, len(numbers)))) if numbers else 1
         try:
             for index, repeat in enumerate(numbers):

@@ -265,7 +265,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         durations = config.stash.get(_DURATIONS, {})
         writer = config.stash.get(_WRITER, None)
         if writer is not None and writer.produced:
-            run.write_producers(writer.produced)
+            added = durations if top_up() is not None else None
+            run.write_producers(writer.produced, narrowing=writer.narrowing, top_up_s=added)
         if top_up() is not None:  # a top-up's time is the runner's to record, beside the suites' first batches
             return
         run.write_durations(durations)

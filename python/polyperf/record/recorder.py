@@ -55,6 +55,10 @@ class Recorder:
             ]
         )
 
+    def narrows(self) -> None:
+        """Says that the running test's repeats loop over targets a top-up may narrow (`producers.json`)."""
+        self.writer.narrows()
+
     def many(self, metrics: Iterable[Metric], **common: Any) -> None:
         """Several (metric, value, unit, extra params) with the same case/implementation/...; extra params
         are merged over `common["params"]`."""

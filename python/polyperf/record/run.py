@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,14 +152,29 @@ class Run:
         merged = {**(earlier if isinstance(earlier, dict) else {}), **durations}
         write_text_atomic(self.run_dir / DURATIONS, json.dumps(merged, indent=0))
 
-    def write_producers(self, produced: Mapping[str, Mapping[str, set]]) -> None:
+    def write_producers(
+        self,
+        produced: Mapping[str, Mapping[str, set]],
+        *,
+        narrowing: Iterable[str] = (),
+        top_up_s: Mapping[str, float] | None = None,
+    ) -> None:
         """`producers.json`: for each test, the series (suite, case, implementation, variant, metric) it wrote and
-        its repeats, merged with the run's earlier pytest sessions (a top-up adds repeats to a test's list)."""
+        its repeats, merged with the run's earlier pytest sessions (a top-up adds repeats to a test's list). A
+        top-up's session (`top_up_s`: its seconds per test) also keeps the repeats it added and what they cost
+        (`added`, `added_s`), so that the first batch's cost per repeat stays known; `narrows`: the test's repeats
+        loop over targets that a top-up narrows to those an open entry measures."""
         merged = read_producers(self.run_dir)
+        narrowing = set(narrowing)
         for nodeid, seen in produced.items():
             entry = merged.setdefault(nodeid, {"series": [], "repeats": []})
             entry["series"] = sorted({*map(tuple, entry["series"]), *seen["series"]})
             entry["repeats"] = sorted({*entry["repeats"], *seen["repeats"]})
+            if nodeid in narrowing:
+                entry["narrows"] = True
+            if top_up_s is not None:
+                entry["added"] = sorted({*entry.get("added", []), *seen["repeats"]})
+                entry["added_s"] = round(float(entry.get("added_s", 0.0)) + float(top_up_s.get(nodeid, 0.0)), 3)
         write_text_atomic(self.run_dir / PRODUCERS, json.dumps(merged, indent=0))
 
     # --- stopping ---------------------------------------------------------------------------------------------

@@ -88,6 +88,13 @@ class RowWriter:
         # which test wrote which series, and its repeats: a top-up re-runs the tests behind an undecided entry
         self.producer: str | None = None
         self.produced: dict[str, dict[str, set]] = {}
+        # tests whose repeats loop over targets a top-up may narrow to those an open entry measures
+        self.narrowing: set[str] = set()
+
+    def narrows(self) -> None:
+        """The running test's repeats loop over targets that a top-up narrows (`common.repeats.top_up_targets`)."""
+        if self.producer is not None:
+            self.narrowing.add(self.producer)
 
     def write(self, rows: Iterable[Row]) -> None:
         with open_append(self._path) as fh:
