@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.stats import mannwhitneyu, spearmanr
@@ -42,6 +43,11 @@ REGIME_PVALUE = 1e-4  # the rank test it must pass (as polyperf's own confirmati
 # other just as a wander does, and dropping it lost the slope's place (tests/changepoint_families.py: Cover 0.895
 # to 0.880 with any number of steps)
 WANDER_STEPS = 2
+# how much the points around the fitted levels must follow each other (lag-1 correlation, its lower bound) before
+# `hold_in_wander` judges the changes: 1/3, a level whose long-run variance is at least twice its points'. On the
+# Perfherder-like sample (spikes, two modes, whole milliseconds) the bound reached 0.23, and with any bound above 0 a
+# true 5% step of a two-mode series was dropped
+WANDER_PHI = 1 / 3
 
 
 def _best_split(sums: np.ndarray, lo: int, hi: int) -> tuple[float, int]:
@@ -91,18 +97,25 @@ def _within_sd(logs: np.ndarray, bounds: list[int]) -> float:
     return sd if sd > 0 else float(np.std(resid))
 
 
-def regime_changes(logs: np.ndarray, min_shift: float, confirm_points: int, side: int) -> list[tuple[int, float]]:
+def regime_changes(
+    logs: np.ndarray, min_shift: float, confirm_points: int, side: int, taken: Sequence[int] = (), reach: int = 5
+) -> list[tuple[int, float]]:
     """(index, rank-test p) of the regime changes of `logs` (log-values of a positive series, else the values) that
-    hold (module note)."""
+    hold (module note) and lie more than `reach` points from every change in `taken` (found already). Each is
+    weighed between its neighbours among both: binary segmentation at the whole series' scale may place a change a
+    few points off one found already, and weighed alone it took that change's shift for its own (a Perfherder-like
+    series then had a staircase, 83, 90 and 189, where its two steps were)."""
     found = [i for i in mbic_binseg(logs) if logs.size - i >= confirm_points]
     if not found:
         return []
-    bounds = [0, *found, logs.size]
-    spread = _within_sd(logs, bounds)
+    spread = _within_sd(logs, [0, *found, logs.size])
+    new = [i for i in found if all(abs(i - j) > reach for j in taken)]
+    bounds = sorted({0, logs.size, *found, *taken})
     kept = []
-    for j, i in enumerate(found, start=1):
-        before = logs[max(bounds[j - 1], i - side) : i]
-        after = logs[i : min(bounds[j + 1], i + side)]
+    for i in new:
+        k = bounds.index(i)
+        before = logs[max(bounds[k - 1], i - side) : i]
+        after = logs[i : min(bounds[k + 1], i + side)]
         if before.size < 2 or after.size < 2 or np.ptp(np.r_[before, after]) == 0:
             continue
         method = "exact" if min(before.size, after.size) < 8 else "auto"
@@ -114,7 +127,8 @@ def regime_changes(logs: np.ndarray, min_shift: float, confirm_points: int, side
 
 
 def _fitted(logs: np.ndarray, steps: list[int], ramps: list) -> np.ndarray:
-    """The model the changes describe: the median of each flat stretch, a straight line along each ramp."""
+    """A least-squares line through each stretch between changes (and along each slope): a gentle drift or a slope
+    the changes cut is not taken for points that follow each other."""
     n = logs.size
     cuts = sorted({*steps, *(r.start for r in ramps), *(min(r.stop, n) for r in ramps)} - {0, n})
     fit = np.empty(n)
@@ -128,18 +142,18 @@ def hold_in_wander(
     logs: np.ndarray, steps: list[int], ramps: list, min_shift: float, side: int
 ) -> tuple[list[int], list]:
     """The steps and slopes that hold when the points around the fitted levels follow each other (their lag-1 rank
-    correlation is above 0 by more than `PHI_MARGIN` standard errors): then each must also be a regime change's size
-    against the spread within segments. Where the points are independent, the point-to-point noise is the right
-    scale and every change stays. Why: on a series whose level wanders or cycles, each swing passed as a step (the
-    long-run factor reads point-to-point differences, which a smooth swing under independent noise leaves
-    independent)."""
+    correlation, `PHI_MARGIN` standard errors below its estimate, is `WANDER_PHI` or more): then each must also be a
+    regime change's size against the spread within segments. Where the points are independent, the point-to-point
+    noise is the right scale and every change stays. Why: on a series whose level wanders or cycles, each swing
+    passed as a step (the long-run factor reads point-to-point differences, which a smooth swing under independent
+    noise leaves independent)."""
     if len(steps) + len(ramps) < WANDER_STEPS or logs.size < 10:
         return steps, ramps
     resid = logs - _fitted(logs, steps, ramps)
     if np.ptp(resid) == 0:
         return steps, ramps
     rho = float(spearmanr(resid[:-1], resid[1:]).statistic)
-    if not math.isfinite(rho) or rho - PHI_MARGIN / math.sqrt(resid.size - 1) <= 0:
+    if not math.isfinite(rho) or rho - PHI_MARGIN / math.sqrt(resid.size - 1) < WANDER_PHI:
         return steps, ramps
     spread = 1.4826 * float(np.median(np.abs(resid))) or float(np.std(resid))
     cuts = sorted({0, logs.size, *steps, *(r.start for r in ramps), *(min(r.stop, logs.size) for r in ramps)})

@@ -77,7 +77,6 @@ EXCURSION_POINTS = CONFIRM_POINTS
 FLIP_FLOP = 4  # this many changes in a row back and forth between two levels: a series with two modes, not changes
 SIDE = 25  # points on either side that size and confirm a change
 BATCH = 40  # more failing candidates than this: drop several a round
-REGIME_REACH = 5  # a regime change this close to a confirmed or pending one is that change
 
 
 @dataclass(frozen=True)
@@ -253,10 +252,8 @@ def find_changes(
     located = [locate(logs, bounds[j - 1], bounds[j + 1], i) for j, i in enumerate(judged, start=1)]
     confirm_at = dict(zip(located, confirm_ps, strict=True))
     # shifts large against the spread within segments, where the point-to-point noise misjudges a wandering series
-    taken = [*located, *pending]
-    for i, p in regime_changes(logs, min_shift, confirm_points, SIDE) if regimes else []:
-        if all(abs(i - j) > REGIME_REACH for j in taken):
-            located, confirm_at[i] = [*located, i], p
+    for i, p in regime_changes(logs, min_shift, confirm_points, SIDE, [*located, *pending]) if regimes else []:
+        located, confirm_at[i] = [*located, i], p
     # two neighbours refined to one point (each moves up to 5 towards the other) are one change
     shown = _drop_flip_flops(logs, _drop_excursions(logs, sorted(set(located)), excursion_points), flip_flop)
     ramps = find_slopes(logs, shown, relative=positive) if slopes else []
