@@ -259,3 +259,52 @@ def test_the_long_run_factor_is_1_for_independent_points_and_grows_when_they_fol
     # a step or a slope barely moves it
     assert long_run_factor(np.diff(rng.normal(0, 1, 500) + np.where(np.arange(500) >= 250, 5.0, 0.0))) == 1.0
     assert long_run_factor(np.diff(rng.normal(0, 1, 500) + np.arange(500) * 0.05)) == 1.0
+
+
+def test_the_regime_search_is_the_literatures_binary_segmentation_at_its_defaults() -> None:
+    from polyperf.analyse.change_regimes import mbic_binseg
+    from polyperf.analyse.reference_detectors import binseg_default
+
+    rng = np.random.default_rng(31)
+    for _ in range(50):
+        n = int(rng.integers(10, 300))
+        values = rng.normal(0, 1, n).cumsum() * rng.uniform(0, 1) + rng.normal(0, 1, n)
+        assert mbic_binseg(values) == binseg_default(values)
+
+
+def _wander(rng: np.random.Generator, n: int, phi: float, sd: float) -> np.ndarray:
+    shocks, logs = rng.normal(0, sd, n), np.zeros(n)
+    for t in range(1, n):
+        logs[t] = phi * logs[t - 1] + shocks[t]
+    return logs
+
+
+def test_a_regime_shift_in_a_wandering_series_is_found_where_the_long_run_factor_alone_hid_it() -> None:
+    rng = np.random.default_rng(32)
+    found = found_before = 0
+    for _ in range(20):
+        values = np.exp(_wander(rng, 300, 0.95, 0.01) + np.where(np.arange(300) >= 150, 0.3, 0.0))
+        found += any(abs(i - 150) <= 5 for i in _confirmed(values))
+        found_before += any(abs(c.index - 150) <= 5 for c in find_changes(values, regimes=False))
+    print(f"a 30% shift in AR(0.95) wander: found in {found} of 20, without regime changes in {found_before}")
+    assert found >= 18 and found_before <= 2
+
+
+def test_steps_in_a_wandering_series_must_be_large_against_its_spread_but_not_in_independent_noise() -> None:
+    from polyperf.analyse.change_regimes import hold_in_wander
+
+    rng = np.random.default_rng(33)
+    wander = _wander(rng, 300, 0.9, 0.01)  # no shift at all: steps there are swings of the wander
+    assert hold_in_wander(wander, [100, 200], [], 0.02, 25) == ([], [])
+    # independent noise: the point-to-point noise is the right scale, and a 3-sd step stays
+    steps = (
+        rng.normal(0, 0.01, 300) + np.where(np.arange(300) >= 100, 0.03, 0.0) + np.where(np.arange(300) >= 200, 0.06, 0)
+    )
+    assert hold_in_wander(steps, [100, 200], [], 0.02, 25) == ([100, 200], [])
+
+
+def test_a_pending_change_is_no_answer_on_a_finished_annotated_series() -> None:
+    from polyperf.report.tcpd_eval import detect
+
+    values = np.r_[np.full(100, 100.0), np.full(3, 150.0)] * np.random.default_rng(34).lognormal(0, 0.01, 103)
+    assert [c.state for c in find_changes(values)] == ["pending"] and detect(values) == []

@@ -6,13 +6,9 @@ Pure: a table of points (one value per run and series, in commit order) in, a ta
   1. candidates from two searches, together: binary segmentation (`ruptures`) of the log-values in units of the
      series' point-to-point noise (a robust sd from the median absolute successive difference), each split kept while
      it lowers the sum of squares by 2 log n; and Apache Otava's E-Divisive means with a Student's t-test at
-     p <= 0.001 over windows of 50 points (the method of MongoDB's performance CI). Compared on performance histories
-     only (tests/changepoint_families.py, the Perfherder-like sample, the regression-and-fix simulation of
-     tests/test_changepoints.py): Otava alone had recall 0.89 on the sample where binary segmentation had 1.00 at the
-     same precision; binary segmentation alone found both ends of a 15% regression fixed 5-10 commits later in 91%
-     of 300 histories, Otava 96%, the two together 99%; the confirmation below keeps the false rate of either. PELT
-     (ruptures) took 100 ms a 500-point series and Bayesian online detection (`bocd`) 260 ms a 300-point one, too
-     slow for a thousand series; the pair takes about 35 ms (docs/changepoints.md has the comparison).
+     p <= 0.001 over windows of 50 points (the method of MongoDB's performance CI). Chosen on performance histories
+     only: the pair found both ends of a 15% regression fixed 5-10 commits later in 99% of 300 histories (either
+     alone 91-96%); PELT and Bayesian online detection were too slow (docs/changepoints.md has the comparison).
   2. confirmation: each candidate must pass a Mann-Whitney test between the points before and after it (up to 25 a
      side, within its neighbours) at p <= 1e-4, and move by at least 2 times the series' own noise and by at least
      2% (Perfherder's default alert threshold); failures are dropped one at a time, the weakest first. A rank test
@@ -21,12 +17,14 @@ Pure: a table of points (one value per run and series, in commit order) in, a ta
      the largest that still finds a 10% step at 3% noise in 95% of 60-commit histories. Where points follow each
      other (autocorrelated noise), the noise and the test's z allow for it (`change_search.long_run_factor`). The
      location is then refined to the maximum-likelihood split within 5 points.
+     Regime changes (`change_regimes`) join them: the literature's default binary segmentation at the scale of
+     the whole series, each change kept when it is large against the spread within segments.
   3. shapes a sheriff dismisses as noise: a level left again back the way it came within 5 points (an excursion),
      and 4 or more changes back and forth between two levels (two modes).
   4. slopes (`slopes`): a run of steps the same way that a ramp explains better is one slope, with its start, its
-     end and its rate per commit (creep), not a staircase.
-- Pending: a candidate with fewer than `CONFIRM_POINTS` points after it cannot be judged yet; it is reported as
-  pending, never gated by default.
+     end and its rate per commit (creep), not a staircase. Where the points around the fitted levels follow each
+     other (a level that wanders), each change must also be a regime change's size (`change_regimes`).
+- Pending: a candidate with fewer than `CONFIRM_POINTS` points after it, reported, never gated by default.
 - Exact counts (the catalogue's exact metrics: syscalls, allocations, rows): every difference from one point to the
   next is a change, confirmed at once (a run reproduces them).
 
@@ -48,6 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu, norm
 
+from polyperf.analyse.change_regimes import hold_in_wander, regime_changes
 from polyperf.analyse.change_search import SEARCH, candidates, locate, noise_parts
 from polyperf.analyse.slopes import find_slopes
 from polyperf.analyse.stats import ratio
@@ -133,9 +132,8 @@ def _judge(logs: np.ndarray, points: list[int], min_shift: float) -> list[tuple[
         if before.size < 2 or after.size < 2:
             out.append((1.0, 0.0))
             continue
-        # a side of under 8 points takes the exact rank distribution even with ties: the normal approximation scipy
-        # falls back to when values tie put 6 points above all 25 before them at p = 2e-4 instead of 3e-6, and a
-        # seven-point regression and its fix failed the test (ties only narrow the distribution: exact is conservative)
+        # a side of under 8 points takes the exact rank distribution even with ties (conservative): scipy's normal
+        # approximation put 6 tied points above all 25 before them at p = 2e-4, not 3e-6, and lost a 7-point excursion
         method = "exact" if min(before.size, after.size) < 8 else "auto"
         p_value = float(mannwhitneyu(after, before, alternative="two-sided", method=method).pvalue)
         if factor > 1:  # points that follow each other: the test's z shrinks by the long-run factor
@@ -231,9 +229,9 @@ def find_changes(
     excursion_points: int = EXCURSION_POINTS,
     flip_flop: int = FLIP_FLOP,
     slopes: bool = True,
+    regimes: bool = True,
 ) -> list[Change]:
-    """The change points of one series (values in commit order, NaN-free): confirmed steps and slopes, and pending
-    changes at the end."""
+    """One series' change points (values in commit order, NaN-free): confirmed steps and slopes, pending at the end."""
     data = np.asarray(values, dtype=float)
     if data.size < 2:
         return []
@@ -253,11 +251,16 @@ def find_changes(
     bounds = [0, *judged, data.size]
     located = [locate(logs, bounds[j - 1], bounds[j + 1], i) for j, i in enumerate(judged, start=1)]
     confirm_at = dict(zip(located, confirm_ps, strict=True))
+    # shifts large against the spread within segments, where the point-to-point noise misjudges a wandering series
+    for i, p in regime_changes(logs, min_shift, confirm_points, SIDE, [*located, *pending]) if regimes else []:
+        located, confirm_at[i] = [*located, i], p
     # two neighbours refined to one point (each moves up to 5 towards the other) are one change
     shown = _drop_flip_flops(logs, _drop_excursions(logs, sorted(set(located)), excursion_points), flip_flop)
     ramps = find_slopes(logs, shown, relative=positive) if slopes else []
     in_ramp = {k for r in ramps for k in range(r.first, r.last + 1)}
-    kept = [(i, "confirmed", confirm_at[i], None) for k, i in enumerate(shown) if k not in in_ramp]
+    steps = [i for k, i in enumerate(shown) if k not in in_ramp]
+    steps, ramps = hold_in_wander(logs, steps, ramps, min_shift, SIDE) if regimes else (steps, ramps)
+    kept = [(i, "confirmed", confirm_at[i], None) for i in steps]
     # a slope still rising at the newest commit is creep under way, confirmed once its start has the points a step needs
     kept += [(r.start, "confirmed" if data.size - r.start >= confirm_points else "pending", None, r) for r in ramps]
     kept += [(i, "pending", None, None) for i in sorted(pending)]
