@@ -130,3 +130,27 @@ def test_figures_render_from_the_table() -> None:
     finally:
         for f in figures:
             plt.close(f.figure)
+
+
+def test_the_ladder_repeats_every_variant_the_registry_compares_as_a_claimed_one():
+    """The suite gives the verdicts' repeats to `CLAIMED_VARIANTS` and fewer to the rest: an entry comparing any
+    other variant would be judged on context repeats."""
+    import importlib.util
+    from pathlib import Path
+
+    from polyperf.analyse.claims_file import load_claims
+
+    path = Path(__file__).resolve().parents[1] / "suites" / "test_build_profiles.py"
+    spec = importlib.util.spec_from_file_location("build_profiles_suite", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    compared = {
+        side["variant"]
+        for claim in load_claims()
+        if claim.suite == "build_profiles" and claim.select.get("case") == "ceiling"
+        for side in (claim.numerator, claim.denominator)
+        if side and "variant" in side
+    }
+    assert compared and compared <= set(suite.CLAIMED_VARIANTS), compared
+    headline = next(c for c in load_claims() if c.id == "build.release_vs_dev")
+    assert headline.select["params"]["n"] == suite.HEADLINE_N
