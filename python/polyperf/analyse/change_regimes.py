@@ -69,6 +69,10 @@ def _best_split(sums: np.ndarray, lo: int, hi: int) -> tuple[float, int]:
     return float(gain[best]), lo + int(ks[best])
 
 
+# Written here rather than through ruptures (which `reference_detectors.binseg_default` runs): with the Normal-mean
+# cost of R's changepoint, ruptures evaluates a Python cost object at every candidate split, 2.1 ms per 500-point
+# series on the 2-core VM against 0.06 ms from cumulative sums, and `history` runs this on every series it holds.
+# The splits are the same (tests/test_changepoints.py compares the two).
 def mbic_binseg(values: np.ndarray, max_changes: int = MAX_REGIMES) -> list[int]:
     """Binary segmentation at the literature's defaults: the series scaled to mean 0 and sd 1, each greedy split kept
     while it lowers the Normal cost by at least 3 log n (the MBIC penalty for a change in mean), at most
