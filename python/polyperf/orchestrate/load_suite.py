@@ -115,10 +115,11 @@ class LoadEnv:
         numbers = repeat_numbers(repeats) if series else range(repeats)
         if series and repeats > 1:
             self.record.narrows()
-            # a top-up measures again only the targets its open entries select (the others' entries are decided)
+            # a top-up measures again only the targets its open entries select (the others' entries are decided);
+            # a loop of a test over other targets measures none (a test may loop over claimed and context targets)
             wanted = top_up_targets()
-            if wanted:
-                chosen = [t for t in chosen if (t.name, t.variant) in wanted] or chosen
+            if wanted is not None:
+                chosen = [t for t in chosen if (t.name, t.variant) in wanted]
         block = math.ceil(len(numbers) / max(1, min(processes, len(numbers)))) if numbers else 1
         try:
             for index, repeat in enumerate(numbers):
