@@ -88,12 +88,19 @@ def test_min_effect_moves_the_bound_out():
     assert "2 of 5 repeats lie below 0.9" in below.why
 
 
-def test_a_band_is_judged_at_its_nearer_edge():
-    inside_near_top = [1.9, 1.95, 1.85, 1.92, 1.97, 1.88]
-    need = need_of(_open(inside_near_top, (1.0, 2.0)), 20.0)
-    assert need.why.startswith("6 of 6 repeats lie below 2")
+def test_a_band_is_judged_at_both_edges_from_inside_and_at_the_nearer_one_from_outside():
+    # inside: "inside" needs the interval clear of both edges; the edge that needs more repeats is the projection
+    near_top = [1.9, 1.95, 1.85, 1.92, 1.97, 1.88, 2.05, 1.9]  # all above 1, 7 of 8 below 2
+    need = need_of(_open(near_top, (1.0, 2.0)), 20.0)
+    assert need.why.startswith("7 of 8 repeats lie below 2") and need.more > 0
+    both_clear = need_of(_open([1.5] * 8, (1.0, 2.0)), 20.0)
+    assert both_clear.more == max(
+        repeats_to_reach(8, 8, 40.0), repeats_to_reach(8, 8, 40.0)
+    )  # symmetric: either edge, the same count
     over = need_of(_open([2.5, 2.6, 2.4, 2.55], (1.0, 2.0)), 20.0)
     assert over.why.startswith("4 of 4 repeats lie above 2")
+    coin = need_of(_open([1.9, 2.1, 1.95, 2.05, 1.9, 2.1], (1.0, 2.0)), 20.0)
+    assert coin.more is None and "within the noise of 2" in coin.why
 
 
 def test_needs_takes_the_verdict_before_the_size():

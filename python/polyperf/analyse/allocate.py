@@ -5,7 +5,8 @@ The rule, so that a reader can redo it:
 - Only an entry whose verdict is still open and whose evidence is an e-process (`analyse.anytime`) can gain from
   more repeats; exact counts are judged on every repeat, and a decided entry keeps its answer.
 - For an open entry, the bound its estimate has to clear is the one it lies beyond or nearest (a direction's
-  threshold, a band's edge), moved out by `min_effect`; k of its n repeats lie beyond it. The projection assumes the
+  threshold, a band's edge; both edges of a band it lies inside, the one needing more repeats counting), moved out by
+  `min_effect`; k of its n repeats lie beyond it. The projection assumes the
   next repeats fall beyond it at the share seen so far, shrunk toward a coin by one repeat each way, and counts the
   repeats until the one-sided e-process reaches what e-BH needs with one more declared part: m / (rate (R + 1)),
   doubled for a two-sided question (`anytime.repeats_to_reach`). Its interval then clears the bound by the same
@@ -75,39 +76,50 @@ def family_target(tests: int, declared: int, rate: float) -> float:
     return max(1.0, tests / (rate * (declared + 1)))
 
 
-def _bound_and_side(entry: Open) -> tuple[float, str, float] | None:
-    """The bound the estimate must clear (moved out by min_effect, on the data's scale) and on which side."""
+def _bounds_to_clear(entry: Open) -> list[tuple[float, str, float]]:
+    """The bounds the estimate must clear (each moved out by min_effect, on the data's scale), with the side and the
+    rule's own bound: the nearest one, or, for an estimate inside a band, both edges (an answer "inside" needs the
+    interval clear of each)."""
     z = sorted(v for v in entry.sample if math.isfinite(v))
     if not z or not entry.bounds:
-        return None
+        return []
     point = z[len(z) // 2] if len(z) % 2 else (z[len(z) // 2 - 1] + z[len(z) // 2]) / 2
-    scale = [math.log(b) if entry.log else b for b in entry.bounds if (b > 0 or not entry.log)]
+    scale = sorted(math.log(b) if entry.log else b for b in entry.bounds if (b > 0 or not entry.log))
     if not scale:
-        return None
-    nearest = min(scale, key=lambda b: abs(point - b))
-    side = "above" if point > nearest else "below"
-    step = math.log1p(entry.min_effect) if entry.log else abs(nearest) * entry.min_effect
-    moved = nearest + step if side == "above" else nearest - step
-    return moved, side, math.exp(nearest) if entry.log else nearest
+        return []
+    inside = len(scale) == 2 and scale[0] < point < scale[1]
+    chosen = scale if inside else [min(scale, key=lambda b: abs(point - b))]
+    out = []
+    for bound in chosen:
+        side = "above" if point > bound else "below"
+        step = math.log1p(entry.min_effect) if entry.log else abs(bound) * entry.min_effect
+        moved = bound + step if side == "above" else bound - step
+        out.append((moved, side, math.exp(bound) if entry.log else bound))
+    return out
 
 
 def need_of(entry: Open, target: float) -> Need | None:
-    """None for an entry that more repeats cannot change (decided, or not an e-process)."""
+    """None for an entry that more repeats cannot change (decided, or not an e-process). Where two bounds must be
+    cleared, the one that needs more repeats is the projection."""
     if entry.decided or not entry.sequential:
         return None
-    found = _bound_and_side(entry)
-    if found is None:
+    found = _bounds_to_clear(entry)
+    if not found:
         return None
-    bound, side, rule_bound = found
     z = [v for v in entry.sample if math.isfinite(v)]
-    beyond = sum(1 for v in z if (v > bound if side == "above" else v < bound))
-    more = repeats_to_reach(beyond, len(z), 2 * target, limit=LIMIT)
-    shown = math.exp(bound) if entry.log else bound
-    where = f"{beyond} of {len(z)} repeats lie {side} {shown:.3g}"
-    if more is None:
-        why = f"within the noise of {rule_bound:.3g} ({where}): would need more than {LIMIT} more repeats"
-        return Need(entry.claim, None, why, entry.priority)
-    return Need(entry.claim, more, f"{where}: about {more} more repeats would decide it", entry.priority)
+    worst: Need | None = None
+    for bound, side, rule_bound in found:
+        beyond = sum(1 for v in z if (v > bound if side == "above" else v < bound))
+        more = repeats_to_reach(beyond, len(z), 2 * target, limit=LIMIT)
+        shown = math.exp(bound) if entry.log else bound
+        where = f"{beyond} of {len(z)} repeats lie {side} {shown:.3g}"
+        if more is None:
+            why = f"within the noise of {rule_bound:.3g} ({where}): would need more than {LIMIT} more repeats"
+            return Need(entry.claim, None, why, entry.priority)
+        need = Need(entry.claim, more, f"{where}: about {more} more repeats would decide it", entry.priority)
+        if worst is None or (worst.more is not None and more > worst.more):
+            worst = need
+    return worst
 
 
 def needs(entries: Iterable[Open], target: float) -> list[Need]:
