@@ -161,3 +161,13 @@ def test_cost_per_repeat_counts_the_first_batch_and_the_share_a_narrowing_test_m
         4.0,
         True,
     )
+
+
+def test_a_batch_pays_its_overhead_once_per_suite_file():
+    from polyperf.topups import _batch_seconds, _files
+
+    nodes = {"a": ["suites/test_x.py::t1", "suites/test_x.py::t2"], "b": ["suites/test_y.py::t"], "c": []}
+    chosen = [("a", 4), ("b", 2)]
+    assert _files(chosen, nodes) == {"suites/test_x.py", "suites/test_y.py"}
+    assert _batch_seconds(chosen, {"a": 1.0, "b": 3.0}, nodes, 10.0) == pytest.approx(4 + 6 + 2 * 10)
+    assert _batch_seconds([("c", 2)], {"c": 1.0}, nodes, 10.0) == pytest.approx(12.0)  # at least one file's worth

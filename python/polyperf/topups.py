@@ -35,7 +35,7 @@ from polyperf.record.run_dir import UnreadableLines, log_line
 __all__ = ["TopUps", "add_repeats", "claim_nodes", "claim_targets"]
 
 RATE = 0.05  # the family's false discovery rate (`analyse.family`)
-FIRST_OVERHEAD_S = 12.0  # a batch's pytest start, fixtures and server starts, until the first batch measures it
+FIRST_OVERHEAD_S = 12.0  # per suite file of a batch: pytest start, fixtures, server starts; then as measured
 MAX_BATCHES = 60  # a bound on the loop whatever the estimates say
 
 
@@ -92,6 +92,18 @@ def _cost_per_repeat(
     return max(total, 0.5)
 
 
+def _files(chosen: Sequence[tuple[str, int]], nodes: Mapping[str, Sequence[str]]) -> set[str]:
+    """The suite files a batch runs tests of."""
+    return {node.split("::")[0] for claim, _count in chosen for node in nodes[claim]}
+
+
+def _batch_seconds(
+    chosen: Sequence[tuple[str, int]], costs: Mapping[str, float], nodes: Mapping[str, Sequence[str]], overhead: float
+) -> float:
+    """What a batch is expected to take: its repeats at their cost, and the overhead once per suite file."""
+    return sum(count * costs[claim] for claim, count in chosen) + overhead * max(1, len(_files(chosen, nodes)))
+
+
 def _judge(run: Run, judge: Callable[[pd.DataFrame], list[Verdict]]) -> tuple[pd.DataFrame, list[Verdict]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnreadableLines)  # said once, at the end of the run
@@ -137,7 +149,14 @@ def add_repeats(
             for c, ns in nodes.items()
             if ns and c not in stuck
         }
-        chosen, done.open = choose(open_needs, costs, deadline - time.monotonic(), overhead)
+        why = {n.claim: n.why for n in open_needs}
+        remaining = deadline - time.monotonic()
+        chosen, done.open = choose(open_needs, costs, remaining, overhead)
+        # each suite file in a batch starts its own fixtures (servers, builds checked, worker pools): the batch
+        # pays the overhead once per file, so the most expensive choices go until the whole batch fits
+        while chosen and _batch_seconds(chosen, costs, nodes, overhead) > remaining:
+            claim, _count = chosen.pop()
+            done.open[claim] = f"the budget: {why[claim]} (it did not fit beside the batch's other tests)"
         done.open.update({claim: why for claim, why in stuck.items() if claim in done.open})
         if not chosen:
             break
@@ -148,9 +167,9 @@ def add_repeats(
             for node in nodes[claim]:
                 plan[node] = max(plan.get(node, 0), count)
                 wanted.setdefault(node, set()).update(targets[claim])
-        why = {n.claim: n.why for n in open_needs}
         left = deadline - time.monotonic()
-        expected = sum(count * costs[claim] for claim, count in chosen) + overhead
+        expected = _batch_seconds(chosen, costs, nodes, overhead)
+        files = len(_files(chosen, nodes))
         for claim, count in chosen:
             line = f"adding {count} repeats to {claim} ({why[claim]})"
             log_line(run_dir, f"top-up: {line}")
@@ -180,7 +199,7 @@ def add_repeats(
             done.open.update({c: f"the run was interrupted ({interrupted}) while repeats were added" for c in plan})
             break
         if code == 0:
-            overhead = max(3.0, took - (expected - overhead))
+            overhead = max(3.0, (took - (expected - overhead * files)) / files)
         after = {v.claim.id: v for v in _judge(run, judge)[1]}
         for claim, _ in chosen:
             v = after.get(claim)
