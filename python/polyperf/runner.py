@@ -232,8 +232,10 @@ def _needs_native(files: Sequence[Path]) -> list[str]:
 
 
 def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: bool, started: float) -> Path | None:
-    """After a suite: the table finalized, the report and summary rewritten, the answers so far printed (and when,
-    in the run's log: the README's "first answers after" figures come from there)."""
+    """After a suite: the table finalized, the answers so far judged into verdicts.json and printed (and when, in the
+    run's log: the README's "first answers after" figures come from there); at the end of the run, the report and
+    summary too. The report is not rewritten after every suite: it took 2-15 s each time (51 s of a main job's
+    budget, better spent on repeats), and the end of the run writes it on every way out but a lost terminal."""
     from polyperf.report import write_report
     from polyperf.report.answers import judge_run
     from polyperf.report.terminal import answers_text
@@ -245,11 +247,16 @@ def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: 
         # judged once, into verdicts.json: the report, store and compare read it
         top_ups = load_env(run_dir).get("top_ups") or {}  # why an entry the run left open is open, said beside it
         answers = judge_run(run_dir, table, suites=done, still_open=top_ups.get("open", {}))
-        report_path = write_report(run_dir)
+        report_path = write_report(run_dir) if final else None
     log_line(
         run_dir,
         f"answers after {len(done)} of {total} suites ({done[-1] if done else 'none'}): shown "
-        f"{time.monotonic() - started:.0f} s after the start (report written in {time.monotonic() - begun:.1f} s)",
+        f"{time.monotonic() - started:.0f} s after the start ("
+        + (
+            f"report written in {time.monotonic() - begun:.1f} s)"
+            if final
+            else f"judged in {time.monotonic() - begun:.1f} s)"
+        ),
     )
     if not quiet:
         env = load_env(run_dir)
@@ -257,7 +264,8 @@ def _answers(run_: Run, done: Sequence[str], total: int, *, final: bool, quiet: 
         text = answers_text(
             answers.records, done=done, total=total, new=new, env=env, notes=env.get("notes", []) if final else ()
         )
-        print(f"\n{text}\npolyperf: report {report_path}\n", flush=True)
+        where = f"report {report_path}" if report_path else f"the report follows when the run ends ({run_dir})"
+        print(f"\n{text}\npolyperf: {where}\n", flush=True)
     return report_path
 
 
