@@ -11,10 +11,10 @@ up to 100 (about what the budget buys a 1-second test), stopping at its first de
 Measured 2026-12-07 (seed 20261207, 1,000 runs, 120 s of top-ups after the first batch; about 10 s of CPU for the
 1,000 runs, 40 to 90 s for the file on the shared 2-core machine under load), with the e-process's mixture over the
 shares 0.6, 0.75, 0.9 and 0.97 (`analyse.anytime`):
-- false discovery rate: adaptive e-BH 0.33% (mean + 2 SE 0.40%), 25.5 parts declared per run; fixed-level peeking
-  7.6% (mean - 2 SE 7.4%). A true null part (its truth on a bound) is falsely declared in 0.63% of its runs by the
+- false discovery rate: adaptive e-BH 0.34% (mean + 2 SE 0.41%), 25.4 parts declared per run; fixed-level peeking
+  7.6% (mean - 2 SE 7.4%). A true null part (its truth on a bound) is falsely declared in 0.64% of its runs by the
   adaptive run, in 21.9% by peeking (5% at one fixed n);
-- power: the true effects of the published size end "reproduced" in 81.6% of runs (60.9% after the first batch
+- power: the true effects of the published size end "reproduced" in 81.7% of runs (60.9% after the first batch
   alone); every true effect, 82.6%. By entry: 97-100% for 11.4x at sd 0.1, 12x at sd 0.3, 1.4x at sd 0.3 and 2.64x
   at sd 0.2; 21% for 2.27x and 5% for 1.47x at sd 0.6 (heavy-tailed; 68% and 28% once the size is counted);
   21% for 1.047x at sd 0.05; the 8 s a repeat tests are hardly ever topped up;
